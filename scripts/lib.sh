@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0
+# Common settings and helpers for the workbench scripts. Sourced, not run.
+
+set -euo pipefail
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Everything downloaded or built outside the repo lives here; safe to delete.
+CACHE=${RPCRDMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma-rs}
+KVER_PKG=7.3                      # Debian linux-source-<KVER_PKG>
+LLVM_SUFFIX=-19
+TOOLS=$CACHE/tools
+LOGS=$CACHE/logs
+export PATH=$TOOLS/bin:$HOME/.cargo/bin:$PATH
+export LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib
+mkdir -p "$CACHE" "$TOOLS" "$LOGS"
+
+say()  { printf '==> %s\n' "$*"; }
+warn() { printf '!!! %s\n' "$*" >&2; }
+die()  { warn "$*"; exit 1; }
+
+# run_logged NAME CMD...: run CMD with output into $LOGS/NAME.log; on failure
+# print the tail and the log's path and exit non-zero. With VERBOSE=1 the
+# output is also shown live.
+run_logged() {
+	local name=$1; shift
+	local log=$LOGS/$name.log
+	local t0=$SECONDS rc=0
+	if [ "${VERBOSE:-0}" = 1 ]; then
+		"$@" 2>&1 | tee "$log" || rc=${PIPESTATUS[0]}
+	else
+		"$@" >"$log" 2>&1 || rc=$?
+	fi
+	if [ "$rc" != 0 ]; then
+		tail -n 30 "$log" >&2 || true
+		die "$name failed (exit $rc); full log: $log"
+	fi
+	printf '    %s done in %ds (log: %s)\n' "$name" $((SECONDS - t0)) "$log"
+}
+
+# progress_logged NAME CMD...: like run_logged, but prints a heartbeat line
+# with the log's last line every 30 s, for steps that take minutes.
+progress_logged() {
+	local name=$1; shift
+	local log=$LOGS/$name.log
+	local t0=$SECONDS rc=0 pid
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		for _ in $(seq 30); do
+			sleep 1
+			kill -0 "$pid" 2>/dev/null || break
+		done
+		kill -0 "$pid" 2>/dev/null &&
+			printf '    [%s %4ds] %s\n' "$name" $((SECONDS - t0)) \
+				"$(tail -n 1 "$log" | cut -c1-100)"
+	done
+	wait "$pid" || rc=$?
+	if [ "$rc" != 0 ]; then
+		tail -n 40 "$log" >&2 || true
+		die "$name failed (exit $rc); full log: $log"
+	fi
+	printf '    %s done in %ds (log: %s)\n' "$name" $((SECONDS - t0)) "$log"
+}
+
+# The test kernel: source tree, build tree keyed by version + config hash.
+kernel_src()  { echo "$CACHE/src/linux-source-$KVER_PKG"; }
+config_key()  { cat "$TOP/scripts/kernel.config" | sha256sum | cut -c1-12; }
+kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-$(config_key)"; }

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Transport header encoders of `svc_rdma_sendto.c`, by the same names.
+//!
+//! Each returns the number of bytes it appended, or [`Error::MsgSize`] when
+//! the header buffer is full (the items before the failing one stay
+//! written, as in C; the caller then discards the whole header).
+
+use super::xdr::XdrWriter;
+use super::{ErrCode, Error, Proc, Segment, FIXED_HDR_LEN, SEGMENT_LEN};
+
+/// A chunk of the Call's Write list, as the encoders need it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WriteChunk<'a> {
+    /// Bytes of result payload the server placed in this chunk; 0 when the
+    /// chunk went unused.
+    pub(crate) payload_length: u32,
+    /// The chunk's segments, in Call order.
+    pub(crate) segments: &'a [Segment],
+}
+
+/// The Call's Reply chunk, as [`encode_reply_chunk`] needs it.
+#[derive(Debug)]
+pub(crate) struct ReplyChunk<'a> {
+    /// Total length of the chunk's segments (`ch_length`).
+    pub(crate) length: u32,
+    /// Set to the reply length once it is known to fit, as C does.
+    pub(crate) payload_length: &'a mut u32,
+    /// The chunk's segments, in Call order.
+    pub(crate) segments: &'a [Segment],
+}
+
+/// The four words every transport header starts with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FixedHeader {
+    /// The Call's XID, echoed.
+    pub(crate) xid: u32,
+    /// The Call's version word, echoed.
+    pub(crate) vers: u32,
+    /// Credits granted to the client.
+    pub(crate) credits: u32,
+}
+
+/// Writes xid, vers, credits and `proc`.
+pub(crate) fn encode_fixed(
+    w: &mut XdrWriter<'_>,
+    hdr: &FixedHeader,
+    proc_: Proc,
+) -> Result<usize, Error> {
+    w.put_words(&[hdr.xid, hdr.vers, hdr.credits, proc_ as u32])?;
+    Ok(FIXED_HDR_LEN)
+}
+
+/// `svc_rdma_encode_read_list`: a version 1 reply never carries a Read
+/// list, so this is one "absent" word.
+pub(crate) fn encode_read_list(w: &mut XdrWriter<'_>) -> Result<usize, Error> {
+    w.put_u32(0)?;
+    Ok(4)
+}
+
+/// `svc_rdma_encode_write_segment`: one segment whose length is the part
+/// of `remaining` it carries; `remaining` is reduced by that much.
+pub(crate) fn encode_write_segment(
+    w: &mut XdrWriter<'_>,
+    seg: &Segment,
+    remaining: &mut u32,
+) -> Result<usize, Error> {
+    let length = (*remaining).min(seg.length);
+    // The offset is an XDR hyper: high word first.
+    w.put_words(&[
+        seg.handle,
+        length,
+        (seg.offset >> 32) as u32,
+        seg.offset as u32,
+    ])?;
+    *remaining -= length;
+    Ok(SEGMENT_LEN)
+}
+
+/// `svc_rdma_encode_write_chunk`: "present", the segment count, then every
+/// segment. Segments after the payload ran out are still sent, with length
+/// 0: the client counts on the segment count it offered.
+pub(crate) fn encode_write_chunk(
+    w: &mut XdrWriter<'_>,
+    chunk: &WriteChunk<'_>,
+) -> Result<usize, Error> {
+    let segcount = u32::try_from(chunk.segments.len()).map_err(|_| Error::MsgSize)?;
+    // Two reservations, as in C: "present" stays written if the count fails.
+    w.put_u32(1)?;
+    w.put_u32(segcount)?;
+    let mut len = 8;
+    let mut remaining = chunk.payload_length;
+    for seg in chunk.segments {
+        len += encode_write_segment(w, seg, &mut remaining)?;
+    }
+    Ok(len)
+}
+
+/// `svc_rdma_encode_write_list`: every Write chunk of the Call in Call
+/// order, used or not, then the list terminator.
+pub(crate) fn encode_write_list<'a>(
+    w: &mut XdrWriter<'_>,
+    chunks: impl IntoIterator<Item = WriteChunk<'a>>,
+) -> Result<usize, Error> {
+    let mut len = 0;
+    for chunk in chunks {
+        len += encode_write_chunk(w, &chunk)?;
+    }
+    w.put_u32(0)?;
+    Ok(len + 4)
+}
+
+/// `svc_rdma_encode_reply_chunk`: "absent" without a Reply chunk; else the
+/// chunk with its segment lengths covering `length` bytes of reply.
+///
+/// A reply longer than the chunk is [`Error::TooBig`], with nothing written
+/// and the chunk untouched, so the caller can answer ERR_CHUNK.
+pub(crate) fn encode_reply_chunk(
+    w: &mut XdrWriter<'_>,
+    reply: Option<ReplyChunk<'_>>,
+    length: u32,
+) -> Result<usize, Error> {
+    let Some(chunk) = reply else {
+        w.put_u32(0)?;
+        return Ok(4);
+    };
+    if length > chunk.length {
+        return Err(Error::TooBig);
+    }
+    *chunk.payload_length = length;
+    encode_write_chunk(
+        w,
+        &WriteChunk {
+            payload_length: length,
+            segments: chunk.segments,
+        },
+    )
+}
+
+/// The RDMA_ERROR header of `svc_rdma_send_error_msg`. ERR_VERS carries
+/// the range of versions this server speaks: 1 to 1.
+pub(crate) fn encode_error(
+    w: &mut XdrWriter<'_>,
+    hdr: &FixedHeader,
+    code: ErrCode,
+) -> Result<usize, Error> {
+    let start = w.len();
+    encode_fixed(w, hdr, Proc::Error)?;
+    match code {
+        ErrCode::Vers => w.put_words(&[
+            ErrCode::Vers as u32,
+            super::RPCRDMA_VERSION,
+            super::RPCRDMA_VERSION,
+        ])?,
+        ErrCode::Chunk => w.put_u32(ErrCode::Chunk as u32)?,
+    }
+    Ok(w.len() - start)
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Property tests: random chunk lists are encoded by the module's encoders
+//! and decoded by the independent RFC 8166 decoder.
+
+use crate::decoder::{decode, Body, Seg};
+use crate::proto::encode::*;
+use crate::proto::xdr::XdrWriter;
+use crate::proto::{ErrCode, Error, Proc, Segment};
+use proptest::prelude::*;
+
+fn segment() -> impl Strategy<Value = Segment> {
+    (any::<u32>(), 0u32..=1 << 20, any::<u64>())
+        .prop_map(|(handle, length, offset)| Segment { handle, length, offset })
+}
+
+fn chunk() -> impl Strategy<Value = (Vec<Segment>, u32)> {
+    prop::collection::vec(segment(), 1..6).prop_flat_map(|segs| {
+        let total: u32 = segs.iter().map(|s| s.length).sum();
+        // Payloads from unused (0) to the whole chunk.
+        (Just(segs), 0..=total)
+    })
+}
+
+const HDR: FixedHeader = FixedHeader { xid: 0x0102_0304, vers: 1, credits: 32 };
+
+/// What the client must see for a chunk carrying `payload` bytes: the
+/// segments in order, lengths filling each one before the next.
+fn expected(segs: &[Segment], payload: u32) -> Vec<Seg> {
+    let mut left = payload;
+    segs.iter()
+        .map(|s| {
+            let length = left.min(s.length);
+            left -= length;
+            Seg { handle: s.handle, length, offset: s.offset }
+        })
+        .collect()
+}
+
+fn encode_reply(
+    buf: &mut [u8],
+    writes: &[(Vec<Segment>, u32)],
+    reply: Option<&(Vec<Segment>, u32)>,
+    reply_len: u32,
+) -> (Result<usize, Error>, usize, u32) {
+    let mut w = XdrWriter::new(buf);
+    let mut payload = 0;
+    let rc = (|| {
+        let proc_ = if reply.is_some() { Proc::NoMsg } else { Proc::Msg };
+        let mut n = encode_fixed(&mut w, &HDR, proc_)?;
+        n += encode_read_list(&mut w)?;
+        n += encode_write_list(
+            &mut w,
+            writes.iter().map(|(s, p)| WriteChunk { payload_length: *p, segments: s }),
+        )?;
+        let reply = reply.map(|(s, _)| ReplyChunk {
+            length: s.iter().map(|s| s.length).sum(),
+            payload_length: &mut payload,
+            segments: s,
+        });
+        n += encode_reply_chunk(&mut w, reply, reply_len)?;
+        Ok(n)
+    })();
+    let len = w.len();
+    (rc, len, payload)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Every Write chunk comes back in order with its segments, lengths
+    /// distributed over them, and the byte count returned is what was
+    /// written.
+    #[test]
+    fn write_list_round_trips(writes in prop::collection::vec(chunk(), 0..4)) {
+        let mut buf = vec![0u8; 4096];
+        let (rc, len, _) = encode_reply(&mut buf, &writes, None, 0);
+        prop_assert_eq!(rc, Ok(len));
+        let h = decode(&buf[..len]).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(h.len, len);
+        prop_assert_eq!((h.xid, h.vers, h.credits), (HDR.xid, HDR.vers, HDR.credits));
+        let want: Vec<Vec<Seg>> = writes.iter().map(|(s, p)| expected(s, *p)).collect();
+        prop_assert_eq!(h.body, Body::Chunks {
+            proc_: 0, read_list: vec![], write_list: want, reply_chunk: None,
+        });
+    }
+
+    /// A Reply chunk makes RDMA_NOMSG, carries the reply length, and records
+    /// it; a reply longer than the chunk is E2BIG.
+    #[test]
+    fn reply_chunk_round_trips(reply in chunk(), extra in 0u32..3) {
+        let total: u32 = reply.0.iter().map(|s| s.length).sum();
+        let reply_len = reply.1.saturating_add(extra * 4096);
+        let mut buf = vec![0u8; 4096];
+        let (rc, len, payload) = encode_reply(&mut buf, &[], Some(&reply), reply_len);
+        if reply_len > total {
+            prop_assert_eq!(rc, Err(Error::TooBig));
+            prop_assert_eq!(payload, 0);
+            // The header so far is intact up to the failed Reply chunk.
+            prop_assert_eq!(len, 24);
+        } else {
+            prop_assert_eq!(rc, Ok(len));
+            prop_assert_eq!(payload, reply_len);
+            let h = decode(&buf[..len]).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(h.body, Body::Chunks {
+                proc_: 1, read_list: vec![], write_list: vec![],
+                reply_chunk: Some(expected(&reply.0, reply_len)),
+            });
+        }
+    }
+
+    /// With any smaller buffer the same header fails with EMSGSIZE, never
+    /// writes past the buffer, and never panics.
+    #[test]
+    fn short_buffers_fail_cleanly(writes in prop::collection::vec(chunk(), 0..3), cut in 0usize..200) {
+        let mut big = vec![0u8; 4096];
+        let (rc, need, _) = encode_reply(&mut big, &writes, None, 0);
+        prop_assert_eq!(rc, Ok(need));
+        let cap = need.saturating_sub(cut.max(1));
+        let mut buf = vec![0u8; cap];
+        let (rc, len, _) = encode_reply(&mut buf, &writes, None, 0);
+        prop_assert_eq!(rc, Err(Error::MsgSize));
+        prop_assert!(len <= cap);
+        // What was written is a prefix of the full header.
+        prop_assert_eq!(&buf[..len], &big[..len]);
+    }
+
+    /// RDMA_ERROR headers decode to what was asked for.
+    #[test]
+    fn error_headers_decode(xid in any::<u32>(), vers in any::<u32>(), vers_err in any::<bool>()) {
+        let hdr = FixedHeader { xid, vers, credits: 7 };
+        let mut buf = [0u8; 64];
+        let mut w = XdrWriter::new(&mut buf);
+        let code = if vers_err { ErrCode::Vers } else { ErrCode::Chunk };
+        let n = encode_error(&mut w, &hdr, code);
+        prop_assert_eq!(n, Ok(w.len()));
+        let len = w.len();
+        let h = decode(&buf[..len]).map_err(TestCaseError::fail)?;
+        prop_assert_eq!((h.xid, h.vers, h.credits, h.len), (xid, vers, 7, len));
+        prop_assert_eq!(h.body, if vers_err { Body::ErrVers { low: 1, high: 1 } } else { Body::ErrChunk });
+    }
+}
