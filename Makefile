@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Top-level entry points. `make demo` and `make check` do all set-up
+# themselves (root, Debian 12); everything downloaded or built goes to the
+# cache ($(RPCRDMA_CACHE), default ~/.cache/rpcrdma-rs), safe to delete.
+#
+# To build against your own Rust-enabled 7.3 kernel tree:
+#   make modules KDIR=/path/to/build KSRC=/path/to/source
+
+SHELL := /bin/bash
+export KDIR KSRC LLVM RPCRDMA_CACHE
+
+.PHONY: all demo check setup kernel rootfs modules module-c module-rust \
+	host-test kunit e2e clean cache-clean help
+
+all: modules
+
+help:
+	@echo "make demo     build what is missing, boot a VM, serve NFS over RDMA with our rpcrdma.ko"
+	@echo "make check    all tests; ends with 'N passed, N failed'"
+	@echo "make modules  build/{c,rust}/rpcrdma.ko (KDIR=, KSRC= for your own kernel tree)"
+	@echo "make host-test | kunit | e2e   one test phase"
+	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
+
+demo:
+	@scripts/demo.sh
+
+check:
+	@scripts/check.sh
+
+setup:
+	@scripts/setup.sh
+
+kernel: setup
+	@scripts/build-kernel.sh >/dev/null
+
+rootfs: setup
+	@scripts/mkrootfs.sh >/dev/null
+
+# Without KDIR the modules are built against the cached test kernel.
+modules: module-c module-rust
+module-c module-rust: $(if $(KDIR),,kernel)
+	@scripts/build-module.sh $(patsubst module-%,%,$@)
+
+host-test:
+	@scripts/check.sh host
+
+kunit:
+	@scripts/check.sh kunit
+
+e2e:
+	@scripts/check.sh e2e
+
+clean:
+	rm -rf build tests/host/target
+
+cache-clean:
+	rm -rf "$${RPCRDMA_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/rpcrdma-rs}"

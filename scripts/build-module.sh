@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# build-module.sh FLAVOUR [NAME]   (FLAVOUR: c | rust)
+#
+# Builds rpcrdma.ko of the given flavour out of tree against KDIR (a kernel
+# build tree with Rust metadata) from the xprtrdma sources of KSRC, and puts
+# it at build/NAME/rpcrdma.ko (NAME defaults to FLAVOUR; a variant built
+# with other MODULE_MAKE_ARGS gets its own NAME). KDIR and KSRC default to
+# the cached test kernel.
+# The kernel's C files are staged as symlinks in the cache, never copied.
+
+. "$(dirname "$0")/lib.sh"
+
+FLAVOUR=${1:?usage: build-module.sh c|rust [NAME]}
+NAME=${2:-$FLAVOUR}
+case "$FLAVOUR" in c|rust) ;; *) die "flavour must be c or rust, not '$FLAVOUR'";; esac
+KDIR=${KDIR:-$(kernel_build)}
+KSRC=${KSRC:-$(kernel_src)}
+LLVM=${LLVM:-$LLVM_SUFFIX}
+XPRT=$KSRC/net/sunrpc/xprtrdma
+[ -f "$KDIR/Module.symvers" ] || die "KDIR=$KDIR is not a built kernel tree (no Module.symvers)"
+[ -f "$XPRT/Makefile" ] || die "KSRC=$KSRC has no net/sunrpc/xprtrdma"
+if [ "$FLAVOUR" = rust ]; then
+	grep -q '^CONFIG_RUST=y' "$KDIR/.config" || die "KDIR=$KDIR is not built with CONFIG_RUST=y"
+	[ -f "$KDIR/rust/bindings/bindings_generated.rs" ] || die "KDIR=$KDIR lacks Rust metadata (rust/bindings)"
+fi
+
+kkey=$(printf '%s' "$KDIR" | sha256sum | cut -c1-12)
+STAGE=$CACHE/modbuild/$NAME-$kkey
+mkdir -p "$STAGE"
+# Re-link on every build so added or removed files are followed; objects stay.
+find "$STAGE" -type l -delete
+for f in "$XPRT"/*.c "$XPRT"/*.h; do ln -s "$f" "$STAGE/"; done
+ln -s "$XPRT/Makefile" "$STAGE/upstream.mk"
+ln -s "$TOP/Kbuild" "$STAGE/Kbuild"
+cp -as "$TOP/src" "$TOP/bindings" "$STAGE/"
+
+version=$(make -s -C "$KSRC" kernelversion 2>/dev/null || echo unknown)
+rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo norev)
+say "rpcrdma.ko ($NAME): building against $KDIR"
+run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" LLVM="$LLVM" -j"$(nproc)" \
+	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules
+
+OUT=$TOP/build/$NAME
+mkdir -p "$OUT"
+cp "$STAGE/rpcrdma.ko" "$OUT/rpcrdma.ko"
+# The object list proves what the flavour links.
+tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
+say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"

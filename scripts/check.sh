@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check.sh [all|host|build|kunit|e2e]: the test suite behind `make check`.
+# Sets up and builds whatever is missing, runs the phases, prints a line per
+# check and ends with "N passed, N failed"; exits non-zero on any failure.
+
+. "$(dirname "$0")/lib.sh"
+
+WHAT=${1:-all}
+PASSED=0 FAILED=0
+FAILED_NAMES=()
+TIMES=()
+T_START=$SECONDS
+
+ok()  { PASSED=$((PASSED + 1)); printf 'PASS: %s\n' "$1"; }
+bad() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); printf 'FAIL: %s\n' "$1"; }
+# phase NAME CMD...: time a phase; a phase that fails to run counts as one
+# failure (its own checks, if any, were counted by CMD).
+phase() {
+	local name=$1 t0=$SECONDS rc=0
+	shift
+	say "phase: $name"
+	"$@" || rc=$?
+	TIMES+=("$(printf '%-24s %5ds %s' "$name" $((SECONDS - t0)) "$([ $rc = 0 ] && echo ok || echo "FAILED ($rc)")")")
+	return $rc
+}
+
+summary() {
+	echo
+	say "phase times:"
+	printf '    %s\n' "${TIMES[@]}"
+	printf '    %-24s %5ds\n' total $((SECONDS - T_START))
+	printf '%s\n' "${TIMES[@]}" >"$LOGS/check-times.txt"
+	if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
+		say "failed:"
+		printf '    %s\n' "${FAILED_NAMES[@]}"
+	fi
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" = 0 ]
+}
+trap 'echo "check.sh: interrupted"; summary; exit 1' INT TERM
+
+do_setup() {
+	bash "$TOP/scripts/setup.sh" || { bad "set-up"; return 1; }
+}
+
+do_host() {
+	local log=$LOGS/host-tests.log rc=0
+	(cd "$TOP/tests/host" && cargo test --color never) >"$log" 2>&1 || rc=$?
+	local passed failed
+	passed=$(sed -nE 's/^test result: .* ([0-9]+) passed; ([0-9]+) failed.*/\1/p' "$log" | paste -sd+ | bc)
+	failed=$(sed -nE 's/^test result: .* ([0-9]+) passed; ([0-9]+) failed.*/\2/p' "$log" | paste -sd+ | bc)
+	grep -E '^test .* \.\.\. (ok|FAILED)$' "$log" | sed 's/^/    /'
+	if [ "$rc" != 0 ] || [ -z "$passed" ] || [ "$passed" = 0 ]; then
+		tail -n 30 "$log"
+		bad "host tests (cargo test exit $rc, log $log)"
+		return 1
+	fi
+	PASSED=$((PASSED + passed)) FAILED=$((FAILED + failed))
+	echo "    host: $passed passed, $failed failed (log $log)"
+}
+
+do_build() {
+	bash "$TOP/scripts/build-kernel.sh" >/dev/null || { bad "test kernel build"; return 1; }
+	bash "$TOP/scripts/mkrootfs.sh" >/dev/null || { bad "guest rootfs"; return 1; }
+	local f
+	for f in c rust; do
+		if bash "$TOP/scripts/build-module.sh" "$f"; then
+			ok "rpcrdma.ko builds, flavour $f"
+		else
+			bad "rpcrdma.ko builds, flavour $f"
+			return 1
+		fi
+	done
+	# What each flavour links.
+	if grep -qx svc_rdma_sendto.o "$TOP/build/c/objects.txt" &&
+		! grep -q '_rs\.o$' "$TOP/build/c/objects.txt"; then
+		ok "c flavour links svc_rdma_sendto.o and no Rust"
+	else
+		bad "c flavour object list ($TOP/build/c/objects.txt)"
+	fi
+	if grep -qx svc_rdma_sendto_rs.o "$TOP/build/rust/objects.txt"; then
+		ok "rust flavour links the Rust crate svc_rdma_sendto_rs.o"
+	else
+		bad "rust flavour object list ($TOP/build/rust/objects.txt)"
+	fi
+	check_c_sendto_switch
+}
+
+# The switch that drops svc_rdma_sendto.o from the rust flavour. Until every
+# Send-path symbol is in Rust the module cannot link without the C object;
+# the check is that it then misses exactly the symbols still in C, so the
+# list shrinks as functions move over and the check turns into "it links".
+check_c_sendto_switch() {
+	local log=$LOGS/module-rust-noc.log rc=0
+	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=n" \
+		bash "$TOP/scripts/build-module.sh" rust rust-noc >/dev/null 2>&1 || rc=$?
+	local missing
+	missing=$(sed -nE 's/.*ERROR: modpost: "([a-z_]+)" \[.*rpcrdma\.ko\] undefined!.*/\1/p' \
+		"$log" 2>/dev/null | sort -u)
+	if [ "$rc" = 0 ]; then
+		if grep -qx svc_rdma_sendto.o "$TOP/build/rust-noc/objects.txt"; then
+			bad "RPCRDMA_RUST_LINK_C_SENDTO=n still links svc_rdma_sendto.o"
+		else
+			ok "rust flavour links without svc_rdma_sendto.o"
+		fi
+		return
+	fi
+	if [ -z "$missing" ]; then
+		tail -n 20 "$log"
+		bad "rust flavour without C sendto failed for another reason than missing symbols ($log)"
+		return
+	fi
+	local foreign
+	foreign=$(comm -23 <(echo "$missing") <(grep -oE 'svc_rdma_[a-z_]+' "$(kernel_src)/net/sunrpc/xprtrdma/svc_rdma_sendto.c" | sort -u))
+	if [ -n "$foreign" ]; then
+		bad "without svc_rdma_sendto.o, symbols not from that file are missing: $foreign"
+	else
+		ok "switch RPCRDMA_RUST_LINK_C_SENDTO=n drops svc_rdma_sendto.o; still in C: $(echo $missing | wc -w) symbols"
+		echo "    still provided by C: $(echo $missing)"
+	fi
+}
+
+# parse_ktap FILE: count the test cases of one KUnit suite.
+parse_ktap() {
+	local f=$1 suite
+	suite=$(basename "$f" .ktap)
+	local p n
+	p=$(grep -cE '^[[:space:]]+ok [0-9]+ ' "$f" || true)
+	n=$(grep -cE '^[[:space:]]+not ok [0-9]+ ' "$f" || true)
+	grep -E '^[[:space:]]+(not )?ok [0-9]+ ' "$f" | sed "s/^[[:space:]]*/    $suite: /"
+	grep -E '^[[:space:]]+# .*(Expected|ASSERTION|at src)' "$f" | head -n 20 | sed 's/^/    /'
+	PASSED=$((PASSED + p)) FAILED=$((FAILED + n))
+	if [ "$p" = 0 ] && [ "$n" = 0 ]; then bad "KUnit suite $suite ran no test ($f)"; fi
+	if grep -qE '^not ok [0-9]+ ' "$f" && [ "$n" = 0 ]; then bad "KUnit suite $suite failed ($f)"; fi
+	# Cross-check with the kernel's own KTAP parser.
+	local kp=$(kernel_src)/tools/testing/kunit/kunit.py
+	if [ -f "$kp" ]; then
+		if ! python3 "$kp" parse "$(realpath "$f")" >"$f.kunitpy" 2>&1; then
+			bad "kunit.py parse says suite $suite failed ($f.kunitpy)"
+		fi
+	fi
+}
+
+do_kunit() {
+	local run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 300 -n kunit kunit rust) || rc=$?
+	if [ "$rc" != 0 ]; then
+		bad "KUnit VM run (status $rc, logs in $run)"
+	fi
+	local n=0 f
+	for f in "$run"/kunit/*.ktap; do
+		[ -f "$f" ] || continue
+		parse_ktap "$f"
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || bad "no KUnit results in $run/kunit"
+	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
+}
+
+# smoke FLAVOUR: NFSv3 and NFSv4.1 over RDMA in one VM.
+do_e2e_flavour() {
+	local flavour=$1 run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 600 -n "smoke-$flavour" smoke "$flavour" 8 0 3 4.1) || rc=$?
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "e2e $flavour: ${line#PASS: }" ;;
+		FAIL:*) bad "e2e $flavour: ${line#FAIL: } (logs in $run)" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	[ -f "$run/summary" ] && sed 's/^/    /' "$run/summary"
+	if [ "$rc" != 0 ]; then
+		bad "e2e $flavour VM run (status $rc, logs in $run)"
+	fi
+	# Nothing may pass without having run: both versions must have verified data.
+	for v in v3 v41; do
+		if ! grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null; then
+			bad "e2e $flavour: no verified bytes for $v"
+		fi
+	done
+}
+
+do_e2e() {
+	do_e2e_flavour c
+	do_e2e_flavour rust
+}
+
+case $WHAT in
+all)
+	phase setup do_setup || { summary; exit 1; }
+	phase host-tests do_host || true
+	if phase build do_build; then
+		phase kunit do_kunit || true
+		phase e2e do_e2e || true
+	fi
+	;;
+host) phase host-tests do_host || true ;;
+build) phase setup do_setup && phase build do_build || true ;;
+kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
+e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e]" ;;
+esac
+summary

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] SCRIPT [ARG...]
+#
+# Boots the test kernel under QEMU (TCG) with the cached rootfs as a
+# read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
+# exits with its status. Shares: the repo (ro, /work), the kernel's modules
+# (ro, /lib/modules) and a fresh results dir (rw, /results), which is kept
+# at $CACHE/runs/NAME-<time> and printed. The serial console goes to
+# console.log there. A guest that does not finish within TIMEOUT seconds is
+# killed and the run fails, naming its log.
+
+. "$(dirname "$0")/lib.sh"
+
+TIMEOUT=600 NAME= MEM=2048 SMP=2
+while getopts t:n:m: o; do
+	case $o in
+	t) TIMEOUT=$OPTARG ;;
+	n) NAME=$OPTARG ;;
+	m) MEM=$OPTARG ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] SCRIPT [ARG...]" ;;
+	esac
+done
+shift $((OPTIND - 1))
+SCRIPT=${1:?guest script name}
+shift
+[ -x "$TOP/tests/vm/guest/$SCRIPT.sh" ] || die "no guest script tests/vm/guest/$SCRIPT.sh"
+
+KB=$(kernel_build)
+[ -f "$KB/.build-complete" ] || die "test kernel not built: run scripts/build-kernel.sh"
+ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: run scripts/mkrootfs.sh"
+KREL=$(cat "$KB/include/config/kernel.release")
+
+# The kernel's modules, installed once per kernel build.
+MODS=$KB/.modinst
+if [ ! -f "$MODS/.complete" ]; then
+	rm -rf "$MODS"
+	run_logged modules-install make -C "$(kernel_src)" O="$KB" LLVM="$LLVM_SUFFIX" \
+		INSTALL_MOD_PATH="$MODS" modules_install >&2
+	touch "$MODS/.complete"
+fi
+
+RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$
+mkdir -p "$RUN"
+printf '%s\n' "$@" >"$RUN/args"
+
+if [ -w /dev/kvm ]; then
+	kvm_note="KVM present but not used (nested KVM is slower than TCG here)"
+else
+	kvm_note="no KVM"
+fi
+
+fs() { # id path [ro]
+	echo "-fsdev local,id=$1,path=$2,security_model=none,multidevs=remap${3:+,readonly=on}"
+	echo "-device virtio-9p-pci,fsdev=$1,mount_tag=$1"
+}
+
+# A virtio NIC on a QEMU hub with no other port: soft-RoCE gets a real
+# Ethernet device, and no frame ever leaves the VM.
+NET="-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:01"
+
+CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
+rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose
+init=/sbin/rpcrdma-init panic=-1 oops=panic loglevel=6 rs_script=$SCRIPT"
+
+say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note), logs in $RUN" >&2
+t0=$SECONDS
+rc=0
+# shellcheck disable=SC2046,SC2086 # the option lists are meant to split
+timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
+	-accel tcg -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
+	-kernel "$KB/arch/x86/boot/bzImage" -append "$(echo $CMDLINE)" \
+	-no-reboot -display none -monitor none -nodefaults \
+	-serial file:"$RUN/console.log" \
+	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODS/lib/modules" ro) \
+	$(fs results "$RUN") $NET \
+	>"$RUN/qemu.log" 2>&1 || rc=$?
+
+if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	warn "vm: $SCRIPT timed out after ${TIMEOUT}s; console: $RUN/console.log"
+	tail -n 20 "$RUN/console.log" >&2 || true
+	echo "$RUN"
+	exit 124
+fi
+if [ ! -f "$RUN/status" ]; then
+	warn "vm: $SCRIPT ended without a status (qemu exit $rc); console: $RUN/console.log"
+	tail -n 30 "$RUN/console.log" >&2 || true
+	tail -n 5 "$RUN/qemu.log" >&2 || true
+	echo "$RUN"
+	exit 1
+fi
+status=$(cat "$RUN/status")
+printf '    vm %s: status %s after %ds\n' "$SCRIPT" "$status" $((SECONDS - t0)) >&2
+if grep -qE 'Oops|BUG:|WARNING:|Call Trace:|Kernel panic' "$RUN/console.log"; then
+	warn "vm: kernel reported a problem; console: $RUN/console.log"
+	grep -nE -A3 'Oops|BUG:|WARNING:|Kernel panic' "$RUN/console.log" | head -n 20 >&2
+	[ "$status" = 0 ] && status=1
+fi
+echo "$RUN"
+exit "$status"

@@ -1,0 +1,22 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# kunit.sh FLAVOUR: load our rpcrdma.ko, whose KUnit suites run at load,
+# and hand every suite's KTAP (debugfs) to the host as
+# /results/kunit/<suite>.ktap. The host parses them into pass/fail.
+. /work/tests/vm/guest/lib.sh
+
+flavour=${1:-rust}
+load_rpcrdma "$flavour"
+mkdir -p /results/kunit
+n=0
+for d in /sys/kernel/debug/kunit/rpcrdma_rs_*; do
+	[ -f "$d/results" ] || continue
+	cp "$d/results" "/results/kunit/$(basename "$d").ktap"
+	n=$((n + 1))
+done
+log "collected $n KUnit suites"
+[ "$n" -gt 0 ] || fail "no rpcrdma_rs_* KUnit suite ran at module load"
+# Unloading must work too, with nothing mounted.
+rmmod rpcrdma || fail "rmmod rpcrdma"
+exit $FAILS

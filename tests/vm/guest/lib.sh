@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for the guest scripts: load our rpcrdma.ko, soft-RoCE, knfsd over
+# RDMA, mounts and counters. Sourced by tests/vm/guest/*.sh.
+
+set -eu
+
+SERVER_IP=10.11.0.1
+RDMA_PORT=20049
+EXPORT=/srv/export
+FAILS=0
+
+log()  { echo "[guest $(cut -d' ' -f1 /proc/uptime)s] $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+pass() { echo "PASS: $*"; }
+# result KEY VALUE: a line of the machine-readable summary for the host.
+result() { echo "$1=$2" >>/results/summary; echo "  $1 = $2"; }
+
+# load_rpcrdma FLAVOUR: our build of rpcrdma.ko instead of the kernel's, and
+# proof of which one is loaded.
+load_rpcrdma() {
+	flavour=$1
+	ko=/work/build/$flavour/rpcrdma.ko
+	[ -f "$ko" ] || { fail "no $ko"; return 1; }
+	modprobe ib_core
+	modprobe rdma_cm
+	modprobe sunrpc
+	modprobe rdma_rxe
+	if grep -q '^rpcrdma ' /proc/modules; then
+		fail "an rpcrdma module is already loaded"
+		return 1
+	fi
+	insmod "$ko"
+	want=$(modinfo -F srcversion "$ko")
+	have=$(cat /sys/module/rpcrdma/srcversion)
+	version=$(cat /sys/module/rpcrdma/version)
+	result module_version "$version"
+	result module_flavour "$(modinfo -F sendto_flavour "$ko")"
+	if [ "$want" = "$have" ] && [ "${version##*-}" = "$flavour" ]; then
+		pass "loaded rpcrdma.ko is ours ($flavour, srcversion $have)"
+	else
+		fail "loaded rpcrdma is not build/$flavour/rpcrdma.ko (srcversion $have, want $want; version $version)"
+		return 1
+	fi
+}
+
+setup_rxe() {
+	ip addr add $SERVER_IP/24 dev eth0
+	ip link set eth0 up
+	rdma link add rxe0 type rxe netdev eth0
+	rdma link show | grep -q rxe0 || { fail "rxe0 did not come up"; return 1; }
+	log "soft-RoCE: $(rdma link show rxe0)"
+}
+
+start_nfsd() {
+	modprobe nfsd
+	mount -t nfsd nfsd /proc/fs/nfsd
+	# Short lease and grace: NFSv4 OPEN otherwise waits out 90 s of grace.
+	echo 10 >/proc/fs/nfsd/nfsv4leasetime
+	echo 10 >/proc/fs/nfsd/nfsv4gracetime
+	mkdir -p /run/rpcbind $EXPORT
+	rpcbind -w
+	echo "$EXPORT *(rw,sync,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
+	exportfs -ra
+	rpc.mountd
+	rpc.nfsd "${NFSD_THREADS:-8}"
+	echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
+	grep -q "rdma $RDMA_PORT" /proc/fs/nfsd/portlist || { fail "knfsd is not listening on rdma $RDMA_PORT"; return 1; }
+	log "knfsd listening on: $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+}
+
+# mount_rdma VERS DIR: the guest's own export over RDMA.
+mount_rdma() {
+	vers=$1 dir=$2
+	mkdir -p "$dir"
+	case $vers in
+	3) mount -t nfs -o rdma,port=$RDMA_PORT,vers=3,nolock $SERVER_IP:$EXPORT "$dir" ;;
+	*) mount -t nfs -o rdma,port=$RDMA_PORT,vers="$vers" $SERVER_IP:/ "$dir" ;;
+	esac
+}
+
+# mount_opts DIR: the options the kernel shows for the mount at DIR.
+mount_opts() { awk -v d="$1" '$2 == d { print $4 }' /proc/mounts; }
+
+# xprt_of DIR: the transport named in the client's mountstats for DIR.
+xprt_of() {
+	awk -v d="$1" '$1 == "device" && $5 == d { m = 1; next }
+		$1 == "device" { m = 0 }
+		m && $1 == "xprt:" { print $2; exit }' /proc/self/mountstats
+}
+
+stat_rdma() { cat "/proc/sys/sunrpc/svc_rdma/rdma_stat_$1"; }
+
+# Tracepoint counting: trace_start EVENT...; trace_count EVENT after.
+trace_start() {
+	t=/sys/kernel/tracing
+	echo 0 >$t/tracing_on
+	echo >$t/trace
+	echo 8192 >$t/buffer_size_kb
+	for e in "$@"; do echo "$e" >>$t/set_event; done
+	echo 1 >$t/tracing_on
+}
+trace_stop() { echo 0 >/sys/kernel/tracing/tracing_on; }
+trace_count() { grep -c " $1:" /sys/kernel/tracing/trace || true; }
