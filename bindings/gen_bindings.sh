@@ -10,6 +10,8 @@
 # the crate uses kernel::bindings::list_head and friends, not copies.
 
 set -eu
+# The parameter lists hold regexes such as .*: no globbing.
+set -f
 BINDGEN=$1 OUT=$2 HEADER=$3 KPARAMS=$4 ALLOW=$5 KBIND=$6
 shift 6
 [ "$1" = "--" ] && shift

@@ -6,6 +6,8 @@
 //! in the C shim, and must agree, or the Rust Send path would read and write
 //! the shared `svc_rdma_send_ctxt`/`svcxprt_rdma` at the wrong places.
 
+use kernel::prelude::kunit_tests;
+
 #[kunit_tests(rpcrdma_rs_layout)]
 mod tests {
     use crate::sys;
@@ -55,31 +57,31 @@ mod tests {
 
     #[test]
     fn bindings_match_c_layout() {
-        let mut idx = 0usize;
-        let mut mismatches = 0usize;
         macro_rules! layout_size {
             ($t:ident) => {
-                mismatches += usize::from(!agrees(idx, stringify!($t), "", size_of::<sys::$t>()));
-                idx += 1;
+                (stringify!($t), "", size_of::<sys::$t>())
             };
         }
         macro_rules! layout_field {
             ($t:ident, $f:ident, $($path:tt)+) => {
-                mismatches += usize::from(!agrees(
-                    idx,
-                    stringify!($t),
-                    stringify!($f),
-                    offset_of!(sys::$t, $($path)+),
-                ));
-                idx += 1;
+                (stringify!($t), stringify!($f), offset_of!(sys::$t, $($path)+))
             };
         }
-        include!("../bindings/layout_checks_generated.rs");
+        // (type, field, size or offset) as bindgen laid the types out, in
+        // the order of bindings/layout_fields.h.
+        let rust: &[(&str, &str, usize)] = &include!("../bindings/layout_checks_generated.rs");
 
-        pr_info!("layout: {idx} sizes and offsets compared, {mismatches} differ\n");
+        let mut mismatches = 0usize;
+        for (idx, (ty, field, value)) in rust.iter().enumerate() {
+            mismatches += usize::from(!agrees(idx, ty, field, *value));
+        }
+        pr_info!(
+            "layout: {} sizes and offsets compared, {mismatches} differ\n",
+            rust.len()
+        );
         // Every C entry was compared, none differ, and the list is not empty.
-        assert_eq!(idx, c_table().len());
+        assert_eq!(rust.len(), c_table().len());
         assert_eq!(mismatches, 0);
-        assert!(idx > 0);
+        assert!(!rust.is_empty());
     }
 }

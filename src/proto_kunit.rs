@@ -8,6 +8,8 @@
 #[path = "proto/vectors.rs"]
 mod vectors;
 
+use kernel::prelude::kunit_tests;
+
 #[kunit_tests(rpcrdma_rs_proto)]
 mod tests {
     use super::vectors;

@@ -19,3 +19,7 @@ mod layout;
 pub(crate) mod proto;
 mod proto_kunit;
 mod sys;
+
+/// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
+/// which this crate does not use: the C side of rpcrdma owns module init).
+const __LOG_PREFIX: &[u8] = b"rpcrdma\0";
