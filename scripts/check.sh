@@ -97,7 +97,10 @@ check_c_sendto_switch() {
 	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=n" \
 		bash "$TOP/scripts/build-module.sh" rust rust-noc >/dev/null 2>&1 || rc=$?
 	local missing
-	missing=$(sed -nE 's/.*ERROR: modpost: "([a-z_]+)" \[.*rpcrdma\.ko\] undefined!.*/\1/p' \
+	# modpost says either: "sym" [path/rpcrdma.ko] undefined!
+	# or: rpcrdma.ko: symbol 'sym' undefined!
+	missing=$(sed -nE -e 's/.*ERROR: modpost: "([a-z_]+)" \[.*rpcrdma\.ko\] undefined!.*/\1/p' \
+		-e "s/.*ERROR: modpost: .*rpcrdma\.ko: symbol '([a-z_]+)' undefined!.*/\1/p" \
 		"$log" 2>/dev/null | sort -u)
 	if [ "$rc" = 0 ]; then
 		if grep -qx svc_rdma_sendto.o "$TOP/build/rust-noc/objects.txt"; then

@@ -58,4 +58,13 @@ mod tests {
     fn v9_overflow() {
         assert_eq!(vectors::v9_overflow(), Ok(()));
     }
+
+    /// The list the host runner loops over holds every vector above.
+    #[test]
+    fn all_vectors_listed() {
+        assert_eq!(vectors::ALL.len(), 9);
+        for (_, case) in vectors::ALL {
+            assert_eq!(case(), Ok(()));
+        }
+    }
 }

@@ -48,7 +48,7 @@ setup_rxe() {
 	ip link set eth0 up
 	rdma link add rxe0 type rxe netdev eth0
 	rdma link show | grep -q rxe0 || { fail "rxe0 did not come up"; return 1; }
-	log "soft-RoCE: $(rdma link show rxe0)"
+	log "soft-RoCE: $(rdma link show rxe0/1)"
 }
 
 start_nfsd() {
