@@ -46,5 +46,10 @@ OUT=$TOP/build/$NAME
 mkdir -p "$OUT"
 cp "$STAGE/rpcrdma.ko" "$OUT/rpcrdma.ko"
 # The object list proves what the flavour links.
+if [ "$FLAVOUR" = rust ]; then
+	# Which of the Send path's C symbols the Rust crate defines itself.
+	nm --defined-only "$STAGE/src/svc_rdma_sendto_rs.o" |
+		sed -nE 's/^[0-9a-f]+ T (svc_rdma_[a-z_]+)$/\1/p' | sort >"$OUT/rust-symbols.txt"
+fi
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
 say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"

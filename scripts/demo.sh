@@ -24,6 +24,10 @@ get() { sed -n "s/^$1=//p" "$S" | tail -n 1; }
 echo
 echo "================ NFS over RDMA demo ================"
 echo "Send path flavour : $(get module_flavour)  (rpcrdma version $(get module_version))"
+if [ "$FLAVOUR" = rust ]; then
+	echo "Send-path symbols : $(wc -l <"$TOP/build/rust/rust-symbols.txt") of 12 defined in Rust," \
+		"the rest still linked from svc_rdma_sendto.c (see README)"
+fi
 for v in 3:v3 4.1:v41; do
 	vers=${v%%:*} tag=${v##*:}
 	echo "NFSv$vers"
@@ -38,7 +42,9 @@ for v in 3:v3 4.1:v41; do
 		"post_write_chunk $(get ${tag}_trace_svcrdma_post_write_chunk)," \
 		"post_reply_chunk $(get ${tag}_trace_svcrdma_post_reply_chunk)"
 done
-echo "fio randrw 64k, crc32c verify, 20 s on NFSv4.1: read $(get fio_read_KiBps) KiB/s, write $(get fio_write_KiBps) KiB/s"
+echo "fio, 20 s on NFSv4.1: random 64 KiB writes with crc32c read-back verification:"
+echo "  written $(( $(get fio_write_KiB) / 1024 )) MiB at $(get fio_write_KiBps) KiB/s," \
+	"verified by reading back $(( $(get fio_read_KiB) / 1024 )) MiB at $(get fio_read_KiBps) KiB/s"
 echo "server totals     : $(grep '^total_' "$S" | tr '\n' ' ')"
 echo "logs              : $RUN"
 if [ "$rc" = 0 ] && [ "$(get failures)" = 0 ]; then

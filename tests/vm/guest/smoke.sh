@@ -64,13 +64,19 @@ for vers in "$@"; do
 	[ "$d_recv" -gt 0 ] || fail "NFSv$vers: rdma_stat_recv did not grow"
 	[ "$d_write" -gt 0 ] || fail "NFSv$vers: rdma_stat_write did not grow"
 	if [ "$vers" = "$(eval echo \${$#})" ] && [ "$FIO_SECONDS" -gt 0 ]; then
-		if fio --name=demo --directory="$dir" --rw=randrw --bs=64k --size=16m \
+		# Random 64 KiB writes; every 16 of them are read back and checked
+		# (crc32c) while the job runs, so reads and writes both cross RDMA.
+		if fio --name=demo --directory="$dir" --rw=randwrite --bs=64k --size=16m \
 			--direct=1 --ioengine=libaio --iodepth=8 --runtime="$FIO_SECONDS" --time_based \
-			--verify=crc32c --output-format=terse --terse-version=3 >/tmp/fio.out 2>&1; then
-			# terse v3: field 7 read KiB/s, field 48 write KiB/s
-			result fio_read_KiBps "$(cut -d';' -f7 /tmp/fio.out)"
-			result fio_write_KiBps "$(cut -d';' -f48 /tmp/fio.out)"
-			pass "fio randrw 64k with crc32c verify on NFSv$vers"
+			--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+			--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1; then
+			# terse v3: 6 read KiB, 7 read KiB/s, 47 write KiB, 48 write KiB/s
+			t=$(grep '^3;' /tmp/fio.out | tail -n 1)
+			result fio_read_KiB "$(echo "$t" | cut -d';' -f6)"
+			result fio_read_KiBps "$(echo "$t" | cut -d';' -f7)"
+			result fio_write_KiB "$(echo "$t" | cut -d';' -f47)"
+			result fio_write_KiBps "$(echo "$t" | cut -d';' -f48)"
+			pass "fio randwrite 64k with crc32c read-back verify on NFSv$vers"
 		else
 			cat /tmp/fio.out
 			fail "fio on NFSv$vers"
