@@ -12,13 +12,18 @@
 //! [`proto`] is safe, kernel-independent code (RPC-over-RDMA encoding and Send
 //! planning) that the host tests compile too.
 
+mod ctxt;
+mod exports;
 mod layout;
 // The Send path entry points that call into the core are being moved over
 // from C (issue 3); until then only the KUnit suites use it.
 #[allow(dead_code)]
 pub(crate) mod proto;
 mod proto_kunit;
+mod reply;
+mod sq;
 mod sys;
+mod xprt;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
 /// which this crate does not use: the C side of rpcrdma owns module init).

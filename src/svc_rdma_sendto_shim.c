@@ -4,11 +4,51 @@
  */
 #include <linux/stddef.h>
 #include <linux/build_bug.h>
+#include <linux/slab.h>
+#include <linux/mm.h>
+#include <linux/llist.h>
+#include <linux/wait.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
 #include <linux/sunrpc/svc_rdma.h>
 #include <linux/sunrpc/svc_rdma_pcl.h>
-#include <rdma/ib_verbs.h>
+
+#include "xprt_rdma.h"
+#include <trace/events/rpcrdma.h>
 
 #include "svc_rdma_sendto_shim.h"
+
+/*
+ * The prototypes the Rust crate implements, as the rest of rpcrdma sees
+ * them: the build fails here if svc_rdma.h changes one. The Rust side
+ * checks its definitions against the same header's bindings.
+ */
+#define RS_CHECK_PROTO(fn, type) \
+	static_assert(__builtin_types_compatible_p(typeof(&fn), type), #fn)
+RS_CHECK_PROTO(svc_rdma_send_ctxts_destroy, void (*)(struct svcxprt_rdma *));
+RS_CHECK_PROTO(svc_rdma_send_ctxt_get,
+	       struct svc_rdma_send_ctxt *(*)(struct svcxprt_rdma *));
+RS_CHECK_PROTO(svc_rdma_send_ctxts_drain, void (*)(struct svcxprt_rdma *));
+RS_CHECK_PROTO(svc_rdma_send_ctxt_put,
+	       void (*)(struct svcxprt_rdma *, struct svc_rdma_send_ctxt *));
+RS_CHECK_PROTO(svc_rdma_wake_send_waiters, void (*)(struct svcxprt_rdma *, int));
+RS_CHECK_PROTO(svc_rdma_sq_wait,
+	       int (*)(struct svcxprt_rdma *, const struct rpc_rdma_cid *, int));
+RS_CHECK_PROTO(svc_rdma_post_send_err,
+	       int (*)(struct svcxprt_rdma *, const struct rpc_rdma_cid *,
+		       const struct ib_send_wr *, const struct ib_send_wr *, int, int));
+RS_CHECK_PROTO(svc_rdma_post_send,
+	       int (*)(struct svcxprt_rdma *, struct svc_rdma_send_ctxt *));
+RS_CHECK_PROTO(svc_rdma_map_reply_msg,
+	       int (*)(struct svcxprt_rdma *, struct svc_rdma_send_ctxt *,
+		       const struct svc_rdma_pcl *, const struct svc_rdma_pcl *,
+		       const struct xdr_buf *));
+RS_CHECK_PROTO(svc_rdma_send_error_msg,
+	       void (*)(struct svcxprt_rdma *, struct svc_rdma_send_ctxt *,
+			struct svc_rdma_recv_ctxt *, int));
+RS_CHECK_PROTO(svc_rdma_sendto, int (*)(struct svc_rqst *));
+RS_CHECK_PROTO(svc_rdma_result_payload,
+	       int (*)(struct svc_rqst *, unsigned int, unsigned int));
 
 #define LAYOUT_SIZE(t)			{ #t, "", sizeof(struct t) },
 #define LAYOUT_FIELD(t, f)		{ #t, #f, offsetof(struct t, f) },
@@ -18,3 +58,202 @@ const struct rs_layout_entry rs_layout_table[] = {
 #include "bindings/layout_fields.h"
 };
 const unsigned int rs_layout_table_len = ARRAY_SIZE(rs_layout_table);
+
+/* Statically initialised: the Rust crate has no module init of its own. */
+LLIST_HEAD(rs_orphans);
+DEFINE_SPINLOCK(rs_orphans_lock);
+
+/* Transport state */
+
+struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma)
+{
+	return rdma->sc_cm_id->device;
+}
+
+void *rs_cq_context(const struct ib_cq *cq)
+{
+	return cq->cq_context;
+}
+
+unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
+{
+	return svc_serv_maxpages(rdma->sc_xprt.xpt_server);
+}
+
+void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid)
+{
+	svc_rdma_send_cid_init(rdma, cid);
+}
+
+bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma)
+{
+	return test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags);
+}
+
+bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma)
+{
+	return svc_xprt_is_dead(&rdma->sc_xprt);
+}
+
+void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
+{
+	set_bit(XPT_DATA, &rdma->sc_xprt.xpt_flags);
+	svc_xprt_enqueue(&rdma->sc_xprt);
+}
+
+void rs_sq_starve_inc(void)
+{
+	percpu_counter_inc(&svcrdma_stat_sq_starve);
+}
+
+/* Wait queues */
+
+void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket)
+{
+	wait_event(rdma->sc_sq_ticket_wait,
+		   test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
+		   atomic_read(&rdma->sc_sq_ticket_tail) == ticket);
+}
+
+void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount)
+{
+	wait_event(rdma->sc_send_wait,
+		   test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
+		   atomic_read(&rdma->sc_sq_avail) >= sqecount);
+}
+
+bool rs_waitqueue_active(struct wait_queue_head *wq)
+{
+	return waitqueue_active(wq);
+}
+
+void rs_wake_up(struct wait_queue_head *wq)
+{
+	wake_up(wq);
+}
+
+/* Lock-free lists */
+
+bool rs_llist_add(struct llist_node *node, struct llist_head *head)
+{
+	return llist_add(node, head);
+}
+
+struct llist_node *rs_llist_del_all(struct llist_head *head)
+{
+	return llist_del_all(head);
+}
+
+/* Memory */
+
+void *rs_kzalloc_node(size_t size, int node)
+{
+	return kzalloc_node(size, GFP_KERNEL, node);
+}
+
+void *rs_kmalloc_node(size_t size, int node)
+{
+	return kmalloc_node(size, GFP_KERNEL, node);
+}
+
+void rs_release_pages(struct page **pages, int nr)
+{
+	release_pages(pages, nr);
+}
+
+void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len)
+{
+	xdr_buf_init(buf, start, len);
+}
+
+/* Verbs */
+
+int rs_ibdev_to_node(struct ib_device *dev)
+{
+	return ibdev_to_node(dev);
+}
+
+int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr)
+{
+	u64 a = ib_dma_map_single(dev, buf, len, DMA_TO_DEVICE);
+
+	if (ib_dma_mapping_error(dev, a))
+		return -EIO;
+	*addr = a;
+	return 0;
+}
+
+void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len)
+{
+	ib_dma_unmap_single(dev, addr, len, DMA_TO_DEVICE);
+}
+
+int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+		       unsigned long offset, size_t len, u64 *addr)
+{
+	u64 a = ib_dma_map_page(dev, page, offset, len, DMA_TO_DEVICE);
+
+	if (ib_dma_mapping_error(dev, a))
+		return -EIO;
+	*addr = a;
+	return 0;
+}
+
+void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
+{
+	ib_dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
+}
+
+void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len)
+{
+	ib_dma_sync_single_for_device(dev, addr, len, DMA_TO_DEVICE);
+}
+
+int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	return ib_post_send(qp, wr, bad_wr);
+}
+
+/* Tracepoints */
+
+void rs_trace_sq_full(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid)
+{
+	trace_svcrdma_sq_full(rdma, cid);
+}
+
+void rs_trace_sq_retry(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid)
+{
+	trace_svcrdma_sq_retry(rdma, cid);
+}
+
+void rs_trace_sq_post_err(const struct svcxprt_rdma *rdma,
+			  const struct rpc_rdma_cid *cid, int status)
+{
+	trace_svcrdma_sq_post_err(rdma, cid, status);
+}
+
+void rs_trace_wc_send(const struct rpc_rdma_cid *cid)
+{
+	trace_svcrdma_wc_send(cid);
+}
+
+void rs_trace_wc_send_flush(const struct ib_wc *wc, const struct rpc_rdma_cid *cid)
+{
+	trace_svcrdma_wc_send_flush(wc, cid);
+}
+
+void rs_trace_wc_send_err(const struct ib_wc *wc, const struct rpc_rdma_cid *cid)
+{
+	trace_svcrdma_wc_send_err(wc, cid);
+}
+
+void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt)
+{
+	trace_svcrdma_post_send(ctxt);
+}
+
+void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
+{
+	trace_svcrdma_dma_unmap_page(cid, addr, length);
+}

@@ -1,14 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C side of the Rust Send path: what Rust cannot reach directly (static
- * inlines, statement macros, tracepoints) and the layout table that proves
- * the generated bindings match the C compiler. Declared here for bindgen and
- * defined in svc_rdma_sendto_shim.c.
+ * inlines, statement macros such as wait_event(), and tracepoints, whose
+ * static-key checks stay in C) and the layout table that proves the
+ * generated bindings match the C compiler. Declared here for bindgen,
+ * defined in svc_rdma_sendto_shim.c. Each wrapper does what its name says
+ * and nothing more; the Send path's logic is in Rust.
  */
 #ifndef SVC_RDMA_SENDTO_SHIM_H
 #define SVC_RDMA_SENDTO_SHIM_H
 
 #include <linux/types.h>
+#include <linux/spinlock_types.h>
+#include <linux/llist.h>
+
+struct svcxprt_rdma;
+struct svc_rdma_send_ctxt;
+struct svc_rqst;
+struct rpc_rdma_cid;
+struct ib_cq;
+struct ib_wc;
+struct ib_device;
+struct ib_qp;
+struct ib_send_wr;
+struct llist_node;
+struct llist_head;
+struct page;
+struct xdr_buf;
+struct wait_queue_head;
 
 /**
  * struct rs_layout_entry - one sizeof or offsetof as C sees it
@@ -24,5 +43,57 @@ struct rs_layout_entry {
 
 extern const struct rs_layout_entry rs_layout_table[];
 extern const unsigned int rs_layout_table_len;
+
+/* Send ctxts parked after a partial post, see ctxt.rs */
+extern struct llist_head rs_orphans;
+extern spinlock_t rs_orphans_lock;
+
+/* Transport state */
+struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma);
+void *rs_cq_context(const struct ib_cq *cq);
+unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma);
+void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid);
+bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma);
+bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma);
+void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
+void rs_sq_starve_inc(void);
+
+/* Wait queues: wait_event() is a statement macro */
+void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket);
+void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount);
+bool rs_waitqueue_active(struct wait_queue_head *wq);
+void rs_wake_up(struct wait_queue_head *wq);
+
+/* Lock-free lists: llist_add() and llist_del_all() are inline */
+bool rs_llist_add(struct llist_node *node, struct llist_head *head);
+struct llist_node *rs_llist_del_all(struct llist_head *head);
+
+/* Memory */
+void *rs_kzalloc_node(size_t size, int node);
+void *rs_kmalloc_node(size_t size, int node);
+void rs_release_pages(struct page **pages, int nr);
+void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
+
+/* Verbs: the ib_dma_* helpers handle devices without DMA (rxe, siw) */
+int rs_ibdev_to_node(struct ib_device *dev);
+int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr);
+void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len);
+int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+		       unsigned long offset, size_t len, u64 *addr);
+void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
+void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len);
+int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+
+/* Tracepoints, fired at the points and with the fields of the C file */
+void rs_trace_sq_full(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid);
+void rs_trace_sq_retry(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid);
+void rs_trace_sq_post_err(const struct svcxprt_rdma *rdma,
+			  const struct rpc_rdma_cid *cid, int status);
+void rs_trace_wc_send(const struct rpc_rdma_cid *cid);
+void rs_trace_wc_send_flush(const struct ib_wc *wc, const struct rpc_rdma_cid *cid);
+void rs_trace_wc_send_err(const struct ib_wc *wc, const struct rpc_rdma_cid *cid);
+void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt);
+void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
 
 #endif /* SVC_RDMA_SENDTO_SHIM_H */
