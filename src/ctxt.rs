@@ -357,7 +357,7 @@ pub(crate) unsafe fn orphan_add(ctxt: *mut sys::svc_rdma_send_ctxt) {
 
 /// Releases the parked ctxts of `rdma` onto its free list. Called after
 /// `ib_drain_qp`, so none of their Writes is in flight any more.
-fn orphans_release(rdma: &Rdma) {
+pub(crate) fn orphans_release(rdma: &Rdma) {
     // SAFETY: the shim's static lock and list. Destroyers serialise on the
     // lock; adders need none.
     unsafe { sys::spin_lock(&raw mut sys::rs_orphans_lock) };

@@ -218,9 +218,8 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
     // Snapshot what is needed after posting: from then on a completion
     // may own and recycle the ctxt.
     // SAFETY: we own the ctxt.
-    let (first_wr, cid, sqecount, sge0) = unsafe {
+    let (cid, sqecount, sge0) = unsafe {
         (
-            (*p).sc_wr_chain.cast_const(),
             addr_of!((*p).sc_cid).read(),
             (*p).sc_sqecount,
             (*p).sc_send_wr.sg_list.read(),
@@ -234,14 +233,39 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
     if let Err(e) = sq_wait(rdma, &cid, sqecount) {
         return Err((e, ctxt));
     }
+    post_chain(rdma, ctxt, sys::rs_ib_post_send)
+}
 
+/// The signature of `ib_post_send`.
+pub(crate) type PostFn = unsafe extern "C" fn(
+    *mut sys::ib_qp,
+    *const sys::ib_send_wr,
+    *mut *const sys::ib_send_wr,
+) -> i32;
+
+/// The posting half of [`post_send`], with its SQ entries reserved:
+/// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
+pub(crate) fn post_chain(
+    rdma: &Rdma,
+    ctxt: SendCtxt,
+    post: PostFn,
+) -> Result<(), (Error, SendCtxt)> {
+    let p = ctxt.as_ptr();
+    // SAFETY: we own the ctxt.
+    let (first_wr, cid, sqecount) = unsafe {
+        (
+            (*p).sc_wr_chain.cast_const(),
+            addr_of!((*p).sc_cid).read(),
+            (*p).sc_sqecount,
+        )
+    };
     // SAFETY: a tracepoint reading the ctxt we own.
     unsafe { sys::rs_trace_post_send(p) };
     let mut bad_wr: *const sys::ib_send_wr = first_wr;
     // The chain now belongs to the device.
     let p = ctxt.into_raw();
     // SAFETY: a fully built chain of our ctxt on the transport's QP.
-    let ret = unsafe { sys::rs_ib_post_send(rdma.qp(), first_wr, &mut bad_wr) };
+    let ret = unsafe { post(rdma.qp(), first_wr, &mut bad_wr) };
     if ret == 0 {
         return Ok(());
     }

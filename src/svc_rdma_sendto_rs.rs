@@ -14,6 +14,8 @@
 
 mod ctxt;
 mod exports;
+#[cfg(CONFIG_KUNIT = "y")]
+mod fakes;
 mod layout;
 // The Send path entry points that call into the core are being moved over
 // from C (issue 3); until then only the KUnit suites use it.
@@ -22,6 +24,7 @@ pub(crate) mod proto;
 mod proto_kunit;
 mod reply;
 mod sq;
+mod sq_kunit;
 mod sys;
 mod xprt;
 
