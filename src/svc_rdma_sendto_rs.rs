@@ -23,6 +23,7 @@ mod layout;
 pub(crate) mod proto;
 mod proto_kunit;
 mod reply;
+mod reply_kunit;
 mod sq;
 mod sq_kunit;
 mod sys;
