@@ -228,3 +228,84 @@ pub unsafe extern "C" fn svc_rdma_result_payload(
     }
 }
 same_signature!(svc_rdma_result_payload);
+
+/// svc_rdma_map_reply_msg - DMA map the buffer holding RPC message
+/// @rdma: controlling transport
+/// @sctxt: send_ctxt for the Send WR
+/// @write_pcl: Write chunk list provided by client
+/// @reply_pcl: Reply chunk provided by client
+/// @xdr: prepared xdr_buf containing RPC message
+///
+/// Returns:
+///   %0 (or, as in C, a positive length) if DMA mapping was successful.
+///   %-EMSGSIZE if a buffer manipulation problem occurred
+///   %-EIO if DMA mapping failed
+///   %-E2BIG if the reply is too large for the Send and cannot be pulled up
+///
+/// The Send WR's num_sge field is set in all cases.
+///
+/// # Safety
+///
+/// The caller owns `sctxt`, whose header is built; the lists and `xdr` are
+/// the Call's and the reply.
+#[no_mangle]
+pub unsafe extern "C" fn svc_rdma_map_reply_msg(
+    rdma: *mut sys::svcxprt_rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    write_pcl: *const sys::svc_rdma_pcl,
+    reply_pcl: *const sys::svc_rdma_pcl,
+    xdr: *const sys::xdr_buf,
+) -> c_int {
+    // SAFETY: per the contract.
+    unsafe { crate::mapping::map_reply_msg(Rdma::from_raw(rdma), sctxt, write_pcl, reply_pcl, xdr) }
+}
+same_signature!(svc_rdma_map_reply_msg);
+
+/// svc_rdma_send_error_msg - Send an RPC/RDMA v1 error response
+/// @rdma: controlling transport context
+/// @sctxt: Send context for the response
+/// @rctxt: Receive context for incoming bad message
+/// @status: negative errno indicating error that occurred
+///
+/// Given the client-provided Read, Write, and Reply chunks, the server was
+/// unable to form a complete reply. Return an RDMA_ERROR message so the
+/// client can retire the RPC transaction. @sctxt is consumed in all cases.
+///
+/// # Safety
+///
+/// The caller owns `sctxt` and gives it up; `rctxt` is the Call.
+#[no_mangle]
+pub unsafe extern "C" fn svc_rdma_send_error_msg(
+    rdma: *mut sys::svcxprt_rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    rctxt: *mut sys::svc_rdma_recv_ctxt,
+    status: c_int,
+) {
+    // SAFETY: per the contract.
+    let (rdma, sctxt) = unsafe { (Rdma::from_raw(rdma), SendCtxt::from_raw(sctxt)) };
+    if let Some(sctxt) = sctxt {
+        // SAFETY: per the contract.
+        unsafe { crate::reply::send_error_msg(rdma, sctxt, rctxt, status) };
+    }
+}
+same_signature!(svc_rdma_send_error_msg);
+
+/// svc_rdma_sendto - Transmit an RPC reply
+/// @rqstp: processed RPC request, reply XDR already in ::rq_res
+///
+/// Any resources still associated with @rqstp are released upon return.
+/// If no reply message was possible, the connection is closed.
+///
+/// Returns:
+///   %0 if an RPC reply has been successfully posted,
+///   %-ENOTCONN if no reply was possible (the connection is closed)
+///
+/// # Safety
+///
+/// Called by sunrpc as `xpo_sendto` of an RDMA transport.
+#[no_mangle]
+pub unsafe extern "C" fn svc_rdma_sendto(rqstp: *mut sys::svc_rqst) -> c_int {
+    // SAFETY: per the contract.
+    unsafe { crate::reply::sendto(rqstp) }
+}
+same_signature!(svc_rdma_sendto);

@@ -59,10 +59,15 @@ mod tests {
         assert_eq!(vectors::v9_overflow(), Ok(()));
     }
 
+    #[test]
+    fn v11_count_sges_and_pull_up() {
+        assert_eq!(vectors::v11_count_sges_and_pull_up(), Ok(()));
+    }
+
     /// The list the host runner loops over holds every vector above.
     #[test]
     fn all_vectors_listed() {
-        assert_eq!(vectors::ALL.len(), 9);
+        assert_eq!(vectors::ALL.len(), 10);
         for (_, case) in vectors::ALL {
             assert_eq!(case(), Ok(()));
         }

@@ -1,31 +1,74 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Building and sending replies: `svc_rdma_result_payload` so far; the
-//! reply path proper (`svc_rdma_sendto`, `map_reply_msg`, `send_error_msg`)
-//! still runs in the C file while it is being moved over.
+//! Building and sending replies: `svc_rdma_sendto`, `send_reply_msg`,
+//! `save_io_pages`, `send_error_msg` and `result_payload` of the C file.
+//!
+//! `svc_rdma_sendto` releases every resource of the request on return:
+//! the send ctxt is a [`SendCtxt`], which is either posted (the Send
+//! completion then releases it and the pages moved into it) or dropped,
+//! which queues it for release; and when no reply can be sent the
+//! connection is closed, so the client retransmits elsewhere.
 
+use crate::ctxt::{self, SendCtxt};
+use crate::mapping;
+use crate::pcl;
+use crate::proto::encode::{self, FixedHeader, ReplyChunk};
+use crate::proto::xdr::XdrWriter;
+use crate::proto::{self, ErrCode, Proc, Segment, FIXED_HDR_LEN};
+use crate::sq;
 use crate::sys;
+use crate::xprt::Rdma;
 use core::ptr::addr_of_mut;
-use kernel::error::{code::E2BIG, Error};
+use kernel::error::{
+    code::{E2BIG, EINVAL, EMSGSIZE, ENOMEM, ENOTCONN, EPROTONOSUPPORT},
+    Error,
+};
 
-/// The chunk after `chunk` in the parsed chunk list `pcl`, or null if
-/// `chunk` is the last (`pcl_next_chunk`).
+/// The errno of a core error, as C returns it.
+fn errno(e: proto::Error) -> Error {
+    match e {
+        proto::Error::MsgSize => EMSGSIZE,
+        proto::Error::TooBig => E2BIG,
+    }
+}
+
+/// The ctxt's transport header buffer, for an encoder.
 ///
 /// # Safety
 ///
-/// `chunk` is on the list `pcl`, which nobody changes meanwhile.
-unsafe fn pcl_next_chunk(
-    pcl: *mut sys::svc_rdma_pcl,
-    chunk: *mut sys::svc_rdma_chunk,
-) -> *mut sys::svc_rdma_chunk {
-    // SAFETY: per the caller, both are live and linked.
+/// The caller owns `ctxt`; the buffer holds `max_req_size` bytes.
+unsafe fn header_buf<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a mut [u8] {
+    // SAFETY: per the caller.
+    unsafe { core::slice::from_raw_parts_mut((*ctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size()) }
+}
+
+/// Records a header of `len` bytes in `sc_hdrbuf`/`sc_stream`, as the
+/// `xdr_reserve_space` calls of C leave them.
+///
+/// # Safety
+///
+/// The caller owns `ctxt`; `len` is within its header buffer.
+unsafe fn commit_header(ctxt: *mut sys::svc_rdma_send_ctxt, len: usize) {
+    // SAFETY: per the caller.
     unsafe {
-        let next = (*chunk).ch_list.next;
-        if next == addr_of_mut!((*pcl).cl_chunks) {
-            return core::ptr::null_mut();
-        }
-        kernel::container_of!(next, sys::svc_rdma_chunk, ch_list)
+        (*ctxt).sc_hdrbuf.head[0].iov_len = len;
+        (*ctxt).sc_hdrbuf.len = len as u32;
+        (*ctxt).sc_stream.p = (*ctxt).sc_xprt_buf.cast::<u8>().add(len).cast();
     }
+}
+
+/// The Call's XID and version words (the first two of its header).
+///
+/// # Safety
+///
+/// `rctxt` is a received Call, whose header is at least 8 bytes (the
+/// Receive path checks the minimum header size before anything answers).
+unsafe fn call_xid_vers(rctxt: *const sys::svc_rdma_recv_ctxt) -> (u32, u32) {
+    // SAFETY: per the caller.
+    let w = unsafe { (*rctxt).rc_recv_buf.cast::<[u8; 4]>() };
+    // SAFETY: as above; possibly unaligned.
+    let (xid, vers) = unsafe { (w.read_unaligned(), w.add(1).read_unaligned()) };
+    (u32::from_be_bytes(xid), u32::from_be_bytes(vers))
 }
 
 /// `svc_rdma_result_payload`: assigns a DDP-eligible result payload
@@ -53,7 +96,7 @@ pub(crate) unsafe fn result_payload(
     // SAFETY: the cursor is a chunk of the Call's Write list.
     unsafe {
         (*rctxt).rc_cur_result_payload =
-            pcl_next_chunk(addr_of_mut!((*rctxt).rc_write_pcl), chunk);
+            crate::pcl::pcl_next_chunk(addr_of_mut!((*rctxt).rc_write_pcl), chunk);
         if length > (*chunk).ch_length {
             return Err(E2BIG);
         }
@@ -61,4 +104,278 @@ pub(crate) unsafe fn result_payload(
         (*chunk).ch_payload_length = length;
     }
     Ok(())
+}
+
+/// `svc_rdma_save_io_pages`: moves the reply's pages from the request to
+/// the ctxt, so they stay until the Send completes, while
+/// `svc_rqst_release_pages` skips them (their slots are NULL).
+///
+/// # Safety
+///
+/// `rqstp` is the request being answered, the caller owns `ctxt`.
+unsafe fn save_io_pages(rqstp: *mut sys::svc_rqst, ctxt: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: per the caller; `rq_next_page` points into `rq_respages`.
+    unsafe {
+        let respages = (*rqstp).rq_respages;
+        let pages = usize::try_from((*rqstp).rq_next_page.offset_from(respages)).unwrap_or(0);
+        let start = usize::try_from((*ctxt).sc_page_count).unwrap_or(0);
+        // The ctxt has room for a request's worth of pages (sc_maxpages ==
+        // rq_maxpages); never write past it.
+        let room = ((*ctxt).sc_maxpages as usize).saturating_sub(start);
+        let n = pages.min(room);
+        for i in 0..n {
+            *(*ctxt).sc_pages.add(start + i) = *respages.add(i);
+            *respages.add(i) = core::ptr::null_mut();
+        }
+        (*ctxt).sc_page_count += n as i32;
+    }
+}
+
+/// `svc_rdma_send_error_msg`: replaces whatever header was built with an
+/// RDMA_ERROR for `status` (`-EPROTONOSUPPORT` → ERR_VERS, else ERR_CHUNK)
+/// and sends it alone, without any prepared Write WRs. Does not close the
+/// connection.
+///
+/// # Safety
+///
+/// `rctxt` is the Call being answered; `sctxt` is consumed.
+pub(crate) unsafe fn send_error_msg(
+    rdma: &Rdma,
+    sctxt: SendCtxt,
+    rctxt: *mut sys::svc_rdma_recv_ctxt,
+    status: i32,
+) {
+    let p = sctxt.as_ptr();
+    // SAFETY: per the caller.
+    let (xid, vers) = unsafe { call_xid_vers(rctxt) };
+    let hdr = FixedHeader { xid, vers, credits: u32::from_be(rdma.fc_credits_be()) };
+    let code = if status == EPROTONOSUPPORT.to_errno() {
+        ErrCode::Vers
+    } else {
+        ErrCode::Chunk
+    };
+    // SAFETY: we own the ctxt.
+    let mut w = XdrWriter::new(unsafe { header_buf(rdma, p) });
+    if encode::encode_error(&mut w, &hdr, code).is_err() {
+        return; // dropping `sctxt` puts it back
+    }
+    let len = w.len();
+    // SAFETY: we own the ctxt; the header is `len` bytes of its buffer.
+    unsafe {
+        commit_header(p, len);
+        match code {
+            ErrCode::Vers => sys::rs_trace_err_vers(xid.to_be()),
+            ErrCode::Chunk => sys::rs_trace_err_chunk(xid.to_be()),
+        }
+        // No remote invalidation, only the header, only the Send.
+        (*p).sc_send_wr.num_sge = 1;
+        (*p).sc_send_wr.opcode = sys::ib_wr_opcode_IB_WR_SEND;
+        if let Some(sge0) = ctxt::sges(rdma, p).first_mut() {
+            sge0.length = len as u32;
+        }
+        (*p).sc_wr_chain = addr_of_mut!((*p).sc_send_wr);
+        (*p).sc_sqecount = 1;
+    }
+    // On failure the returned ctxt is dropped, i.e. put back.
+    let _ = sq::post_send(rdma, sctxt);
+}
+
+/// `svc_rdma_send_reply_msg`: maps the reply, moves its pages into the
+/// ctxt, picks Send or Send With Invalidate, and posts.
+///
+/// # Safety
+///
+/// `rctxt` and `rqstp` are the Call and request being answered.
+unsafe fn send_reply_msg(
+    rdma: &Rdma,
+    sctxt: SendCtxt,
+    rctxt: *mut sys::svc_rdma_recv_ctxt,
+    rqstp: *mut sys::svc_rqst,
+) -> Result<(), (Error, SendCtxt)> {
+    let p = sctxt.as_ptr();
+    // SAFETY: per the caller; we own the ctxt.
+    let ret = unsafe {
+        mapping::map_reply_msg(
+            rdma,
+            p,
+            addr_of_mut!((*rctxt).rc_write_pcl),
+            addr_of_mut!((*rctxt).rc_reply_pcl),
+            addr_of_mut!((*rqstp).rq_res),
+        )
+    };
+    if ret < 0 {
+        return Err((Error::from_errno(ret), sctxt));
+    }
+    // SAFETY: as above.
+    unsafe {
+        save_io_pages(rqstp, p);
+        let inv_rkey = (*rctxt).rc_inv_rkey;
+        if inv_rkey != 0 {
+            (*p).sc_send_wr.opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+            *(*p).sc_send_wr.ex.invalidate_rkey.as_mut() = inv_rkey;
+        } else {
+            (*p).sc_send_wr.opcode = sys::ib_wr_opcode_IB_WR_SEND;
+        }
+    }
+    sq::post_send(rdma, sctxt)
+}
+
+/// Encodes the RDMA_MSG/RDMA_NOMSG header of a reply into `sctxt`.
+///
+/// # Safety
+///
+/// `rctxt` is the Call being answered; the caller owns `sctxt`.
+unsafe fn encode_reply_header(
+    rdma: &Rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    rctxt: *mut sys::svc_rdma_recv_ctxt,
+    rc_size: u32,
+) -> Result<(), Error> {
+    // SAFETY: per the caller.
+    let (xid, vers) = unsafe { call_xid_vers(rctxt) };
+    let hdr = FixedHeader { xid, vers, credits: u32::from_be(rdma.fc_credits_be()) };
+    // SAFETY: per the caller; the lists are the Call's, unchanged now.
+    let (write_pcl, reply_pcl) =
+        unsafe { (addr_of_mut!((*rctxt).rc_write_pcl), addr_of_mut!((*rctxt).rc_reply_pcl)) };
+    // SAFETY: as above.
+    let reply_chunk = unsafe { pcl::pcl_first_chunk(reply_pcl) };
+    let proc_ = if reply_chunk.is_null() { Proc::Msg } else { Proc::NoMsg };
+    let reply = if reply_chunk.is_null() {
+        None
+    } else {
+        // SAFETY: the Call's Reply chunk, ours while answering.
+        Some(unsafe {
+            ReplyChunk {
+                length: (*reply_chunk).ch_length,
+                payload_length: &mut (*reply_chunk).ch_payload_length,
+                segments: pcl::segments(reply_chunk),
+            }
+        })
+    };
+    let mut trace = |segno: u32, seg: &Segment, length: u32| {
+        // SAFETY: a tracepoint reading the ctxt we own.
+        unsafe { sys::rs_trace_encode_wseg(sctxt, segno, seg.handle, length, seg.offset) };
+    };
+    // SAFETY: we own the ctxt.
+    let mut w = XdrWriter::new(unsafe { header_buf(rdma, sctxt) });
+    let r = encode::encode_fixed(&mut w, &hdr, proc_)
+        .and_then(|_| encode::encode_read_list(&mut w))
+        // SAFETY: the Call's Write list.
+        .and_then(|_| encode::encode_write_list_traced(&mut w, unsafe { pcl::write_chunks(write_pcl) }, &mut trace))
+        .and_then(|_| encode::encode_reply_chunk_traced(&mut w, reply, rc_size, &mut trace));
+    let len = w.len();
+    // Recorded even on failure, as C's stream would be; the ctxt is then
+    // discarded anyway.
+    // SAFETY: `len` is within the buffer.
+    unsafe { commit_header(sctxt, len) };
+    r.map(|_| ()).map_err(errno)
+}
+
+/// `svc_rdma_sendto`: sends the reply to one RPC Call (`xpo_sendto`).
+///
+/// Write chunks are written first, then the Reply chunk or the inline reply
+/// goes with the transport header in the Send. Returns 0, or `-ENOTCONN`
+/// after closing the connection when no reply could be sent. A reply too
+/// big for the client's chunks (`-E2BIG`, `-EINVAL`) is answered with
+/// ERR_CHUNK instead, keeping the connection.
+///
+/// # Safety
+///
+/// `rqstp` is an nfsd thread's request on an RDMA transport, with
+/// `rq_xprt_ctxt` the Call's receive ctxt.
+pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
+    // SAFETY: per the caller: the transport is referenced by the request.
+    let rdma = unsafe {
+        Rdma::from_raw(kernel::container_of!((*rqstp).rq_xprt, sys::svcxprt_rdma, sc_xprt))
+    };
+    // SAFETY: per the caller.
+    let rctxt = unsafe { (*rqstp).rq_xprt_ctxt }.cast::<sys::svc_rdma_recv_ctxt>();
+
+    // SAFETY: the transport is live.
+    if unsafe { sys::rs_xprt_is_dead(rdma.as_ptr()) } {
+        return drop_connection(rdma, rqstp, ENOTCONN);
+    }
+    let Some(sctxt) = ctxt::send_ctxt_get(rdma) else {
+        return drop_connection(rdma, rqstp, ENOMEM);
+    };
+    let p = sctxt.as_ptr();
+    if rdma.max_req_size() < FIXED_HDR_LEN {
+        return put_ctxt(rdma, rqstp, sctxt, EMSGSIZE);
+    }
+    // SAFETY: the Call, the reply and our ctxt.
+    let ret = unsafe {
+        sys::svc_rdma_prepare_write_list(rdma.as_ptr(), rctxt, p, addr_of_mut!((*rqstp).rq_res))
+    };
+    if ret < 0 {
+        return put_ctxt(rdma, rqstp, sctxt, Error::from_errno(ret));
+    }
+    let mut rc_size = 0u32;
+    // SAFETY: the Call's Reply chunk list.
+    if !unsafe { pcl::pcl_is_empty(addr_of_mut!((*rctxt).rc_reply_pcl)) } {
+        // SAFETY: as above.
+        let ret = unsafe {
+            sys::svc_rdma_prepare_reply_chunk(
+                rdma.as_ptr(),
+                addr_of_mut!((*rctxt).rc_write_pcl),
+                addr_of_mut!((*rctxt).rc_reply_pcl),
+                p,
+                addr_of_mut!((*rqstp).rq_res),
+            )
+        };
+        if ret < 0 {
+            // SAFETY: as above.
+            return unsafe { send_err(rdma, rqstp, rctxt, sctxt, Error::from_errno(ret)) };
+        }
+        rc_size = ret as u32;
+    }
+    // SAFETY: as above.
+    if let Err(e) = unsafe { encode_reply_header(rdma, p, rctxt, rc_size) } {
+        return put_ctxt(rdma, rqstp, sctxt, e);
+    }
+    // SAFETY: as above.
+    match unsafe { send_reply_msg(rdma, sctxt, rctxt, rqstp) } {
+        Ok(()) => 0,
+        // SAFETY: as above.
+        Err((e, sctxt)) => unsafe { send_err(rdma, rqstp, rctxt, sctxt, e) },
+    }
+}
+
+/// The `send_err` label: a reply that does not fit the client's chunks is
+/// answered with ERR_CHUNK (RFC 8166 §4.5.3); anything else closes.
+///
+/// # Safety
+///
+/// As for [`sendto`].
+unsafe fn send_err(
+    rdma: &Rdma,
+    rqstp: *mut sys::svc_rqst,
+    rctxt: *mut sys::svc_rdma_recv_ctxt,
+    sctxt: SendCtxt,
+    e: Error,
+) -> i32 {
+    if e != E2BIG && e != EINVAL {
+        return put_ctxt(rdma, rqstp, sctxt, e);
+    }
+    // Pages of Writes already posted are released with the ctxt.
+    // SAFETY: per the caller.
+    unsafe {
+        save_io_pages(rqstp, sctxt.as_ptr());
+        send_error_msg(rdma, sctxt, rctxt, e.to_errno());
+    }
+    0
+}
+
+/// The `put_ctxt` label: release the ctxt, then close.
+fn put_ctxt(rdma: &Rdma, rqstp: *mut sys::svc_rqst, sctxt: SendCtxt, e: Error) -> i32 {
+    drop(sctxt);
+    drop_connection(rdma, rqstp, e)
+}
+
+/// The `drop_connection` label: no reply is possible, so the connection is
+/// closed and the client will retransmit. Always `-ENOTCONN`, as in C.
+fn drop_connection(rdma: &Rdma, rqstp: *mut sys::svc_rqst, e: Error) -> i32 {
+    // SAFETY: a tracepoint reading the request.
+    unsafe { sys::rs_trace_send_err(rqstp, e.to_errno()) };
+    rdma.deferred_close();
+    ENOTCONN.to_errno()
 }

@@ -17,6 +17,8 @@ mod exports;
 #[cfg(CONFIG_KUNIT = "y")]
 mod fakes;
 mod layout;
+mod mapping;
+mod pcl;
 // The Send path entry points that call into the core are being moved over
 // from C (issue 3); until then only the KUnit suites use it.
 #[allow(dead_code)]

@@ -166,6 +166,16 @@ void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len)
 	xdr_buf_init(buf, start, len);
 }
 
+void *rs_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+struct page *rs_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
 /* Verbs */
 
 int rs_ibdev_to_node(struct ib_device *dev)
@@ -256,4 +266,40 @@ void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt)
 void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
 {
 	trace_svcrdma_dma_unmap_page(cid, addr, length);
+}
+
+void rs_trace_dma_map_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
+{
+	trace_svcrdma_dma_map_page(cid, addr, length);
+}
+
+void rs_trace_dma_map_err(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
+{
+	trace_svcrdma_dma_map_err(cid, addr, length);
+}
+
+void rs_trace_send_pullup(const struct svc_rdma_send_ctxt *ctxt, unsigned int msglen)
+{
+	trace_svcrdma_send_pullup(ctxt, msglen);
+}
+
+void rs_trace_encode_wseg(const struct svc_rdma_send_ctxt *ctxt, u32 segno,
+			  u32 handle, u32 length, u64 offset)
+{
+	trace_svcrdma_encode_wseg(ctxt, segno, handle, length, offset);
+}
+
+void rs_trace_err_vers(__be32 xid)
+{
+	trace_svcrdma_err_vers(xid);
+}
+
+void rs_trace_err_chunk(__be32 xid)
+{
+	trace_svcrdma_err_chunk(xid);
+}
+
+void rs_trace_send_err(const struct svc_rqst *rqstp, int status)
+{
+	trace_svcrdma_send_err(rqstp, status);
 }

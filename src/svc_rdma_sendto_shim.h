@@ -74,6 +74,9 @@ void *rs_kmalloc_node(size_t size, int node);
 void rs_release_pages(struct page **pages, int nr);
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
 
+void *rs_page_address(struct page *page);
+struct page *rs_virt_to_page(const void *addr);
+
 /* Verbs: the ib_dma_* helpers handle devices without DMA (rxe, siw) */
 int rs_ibdev_to_node(struct ib_device *dev);
 int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr);
@@ -95,5 +98,13 @@ void rs_trace_wc_send_flush(const struct ib_wc *wc, const struct rpc_rdma_cid *c
 void rs_trace_wc_send_err(const struct ib_wc *wc, const struct rpc_rdma_cid *cid);
 void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt);
 void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
+void rs_trace_dma_map_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
+void rs_trace_dma_map_err(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
+void rs_trace_send_pullup(const struct svc_rdma_send_ctxt *ctxt, unsigned int msglen);
+void rs_trace_encode_wseg(const struct svc_rdma_send_ctxt *ctxt, u32 segno,
+			  u32 handle, u32 length, u64 offset);
+void rs_trace_err_vers(__be32 xid);
+void rs_trace_err_chunk(__be32 xid);
+void rs_trace_send_err(const struct svc_rqst *rqstp, int status);
 
 #endif /* SVC_RDMA_SENDTO_SHIM_H */

@@ -77,6 +77,10 @@ pub(crate) fn encode_write_segment(
     Ok(SEGMENT_LEN)
 }
 
+/// Called for each segment encoded, with its index, the segment and the
+/// length written for it: the kernel fires `svcrdma_encode_wseg` from it.
+pub(crate) type SegmentTrace<'t> = &'t mut dyn FnMut(u32, &Segment, u32);
+
 /// `svc_rdma_encode_write_chunk`: "present", the segment count, then every
 /// segment. Segments after the payload ran out are still sent, with length
 /// 0: the client counts on the segment count it offered.
@@ -84,14 +88,25 @@ pub(crate) fn encode_write_chunk(
     w: &mut XdrWriter<'_>,
     chunk: &WriteChunk<'_>,
 ) -> Result<usize, Error> {
+    encode_write_chunk_traced(w, chunk, &mut |_, _, _| {})
+}
+
+/// [`encode_write_chunk`], reporting each segment to `trace`.
+pub(crate) fn encode_write_chunk_traced(
+    w: &mut XdrWriter<'_>,
+    chunk: &WriteChunk<'_>,
+    trace: SegmentTrace<'_>,
+) -> Result<usize, Error> {
     let segcount = u32::try_from(chunk.segments.len()).map_err(|_| Error::MsgSize)?;
     // Two reservations, as in C: "present" stays written if the count fails.
     w.put_u32(1)?;
     w.put_u32(segcount)?;
     let mut len = 8;
     let mut remaining = chunk.payload_length;
-    for seg in chunk.segments {
+    for (segno, seg) in (0u32..).zip(chunk.segments) {
+        let before = remaining;
         len += encode_write_segment(w, seg, &mut remaining)?;
+        trace(segno, seg, before - remaining);
     }
     Ok(len)
 }
@@ -102,9 +117,18 @@ pub(crate) fn encode_write_list<'a>(
     w: &mut XdrWriter<'_>,
     chunks: impl IntoIterator<Item = WriteChunk<'a>>,
 ) -> Result<usize, Error> {
+    encode_write_list_traced(w, chunks, &mut |_, _, _| {})
+}
+
+/// [`encode_write_list`], reporting each segment to `trace`.
+pub(crate) fn encode_write_list_traced<'a>(
+    w: &mut XdrWriter<'_>,
+    chunks: impl IntoIterator<Item = WriteChunk<'a>>,
+    trace: SegmentTrace<'_>,
+) -> Result<usize, Error> {
     let mut len = 0;
     for chunk in chunks {
-        len += encode_write_chunk(w, &chunk)?;
+        len += encode_write_chunk_traced(w, &chunk, trace)?;
     }
     w.put_u32(0)?;
     Ok(len + 4)
@@ -120,6 +144,16 @@ pub(crate) fn encode_reply_chunk(
     reply: Option<ReplyChunk<'_>>,
     length: u32,
 ) -> Result<usize, Error> {
+    encode_reply_chunk_traced(w, reply, length, &mut |_, _, _| {})
+}
+
+/// [`encode_reply_chunk`], reporting each segment to `trace`.
+pub(crate) fn encode_reply_chunk_traced(
+    w: &mut XdrWriter<'_>,
+    reply: Option<ReplyChunk<'_>>,
+    length: u32,
+    trace: SegmentTrace<'_>,
+) -> Result<usize, Error> {
     let Some(chunk) = reply else {
         w.put_u32(0)?;
         return Ok(4);
@@ -128,12 +162,13 @@ pub(crate) fn encode_reply_chunk(
         return Err(Error::TooBig);
     }
     *chunk.payload_length = length;
-    encode_write_chunk(
+    encode_write_chunk_traced(
         w,
         &WriteChunk {
             payload_length: length,
             segments: chunk.segments,
         },
+        trace,
     )
 }
 

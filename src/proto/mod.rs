@@ -8,6 +8,7 @@
 //! values; the FFI edge turns them into the errnos the C callers expect.
 
 pub(crate) mod encode;
+pub(crate) mod pullup;
 pub(crate) mod xdr;
 
 /// RPC-over-RDMA protocol version 1.

@@ -9,6 +9,7 @@
 // mount the core at `crate::proto` and this file beside it.
 use crate::proto::encode::*;
 use crate::proto::xdr::XdrWriter;
+use crate::proto::pullup::{check_pull_up, page_fragments, xb_count_sges, Inline, Linearizer, XdrShape};
 use crate::proto::{ErrCode, Error, Proc, Segment};
 
 /// A failed check: which one.
@@ -261,6 +262,39 @@ pub(crate) fn v9_overflow() -> Outcome {
     Ok(())
 }
 
+/// V11: SGE counting and the pull-up decision.
+pub(crate) fn v11_count_sges_and_pull_up() -> Outcome {
+    let x = XdrShape { head_len: 100, page_base: 100, page_len: 8192, tail_len: 4 };
+    let mut frags = page_fragments(x.page_base, x.page_len, 4096);
+    check!(frags.next() == Some((0, 100, 3996)), "V11 first fragment");
+    check!(frags.next() == Some((1, 0, 4096)), "V11 second fragment");
+    check!(frags.next() == Some((2, 0, 100)), "V11 third fragment");
+    check!(frags.next().is_none(), "V11 three fragments");
+    check!(xb_count_sges(&x, 4096) == 5, "V11 five SGEs");
+    // With the header's SGE: 6 of at most 5.
+    let sges = 1 + xb_count_sges(&x, 4096);
+    check!(check_pull_up(28 + 400, sges, 5, 4096) == Ok(Inline::PullUp), "V11 small: pull up");
+    check!(check_pull_up(28 + 8300, sges, 5, 4096) == Err(Error::TooBig), "V11 too many SGEs, too big");
+    check!(check_pull_up(28 + 3000, sges, 5, 4096) == Ok(Inline::PullUp), "V11 too many SGEs, fits");
+    check!(check_pull_up(28 + 3000, 4, 5, 4096) == Ok(Inline::Map), "V11 few SGEs: map");
+    check!(check_pull_up(511, 9, 5, 100) == Ok(Inline::PullUp), "V11 threshold is 512");
+    check!(check_pull_up(512, 2, 5, 4096) == Ok(Inline::Map), "V11 512 is not below");
+    // Empty head and tail take no SGE; a page-aligned run takes one per page.
+    let y = XdrShape { head_len: 0, page_base: 4096, page_len: 8192, tail_len: 0 };
+    check!(xb_count_sges(&y, 4096) == 2, "V11 aligned pages");
+    check!(page_fragments(4096, 8192, 4096).next() == Some((1, 0, 4096)), "V11 page_base skips pages");
+
+    // The linearizer copies in order and refuses to overflow.
+    let mut buf = [0u8; 8];
+    let mut l = Linearizer::new(&mut buf);
+    check!(l.append(&[1, 2, 3]) == Ok(()), "V11 copy head");
+    check!(l.append(&[4, 5, 6, 7, 8]) == Ok(()), "V11 copy to the end");
+    check!(l.append(&[9]) == Err(Error::MsgSize), "V11 overflow refused");
+    check!(l.len() == 8, "V11 nothing copied on overflow");
+    check!(buf == [1, 2, 3, 4, 5, 6, 7, 8], "V11 bytes in order");
+    Ok(())
+}
+
 /// Every vector, by name, for runners that loop.
 pub(crate) const ALL: &[(&str, fn() -> Outcome)] = &[
     ("v1_msg_no_chunks", v1_msg_no_chunks),
@@ -272,4 +306,5 @@ pub(crate) const ALL: &[(&str, fn() -> Outcome)] = &[
     ("v7_err_vers", v7_err_vers),
     ("v8_err_chunk", v8_err_chunk),
     ("v9_overflow", v9_overflow),
+    ("v11_count_sges_and_pull_up", v11_count_sges_and_pull_up),
 ];

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Building the Send SGL: `svc_rdma_map_reply_msg` and its helpers
+//! `page_dma_map`, `iov_dma_map`, `xb_dma_map`, `xb_count_sges`,
+//! `check_pull_up`, `xb_linearize` and `pull_up_reply_msg`.
+//!
+//! The regions of the reply to send inline are what lies outside the
+//! result payloads that went by RDMA Write; `pcl_process_nonpayloads`
+//! (svc_rdma_pcl.c) cuts them out and calls an actor per region. The
+//! actors here are thin: the fragment arithmetic and the decisions are in
+//! [`crate::proto::pullup`], and every SGE index and copy is checked, with
+//! an errno, never a panic, where C trusts its earlier count.
+
+use crate::proto::pullup::{self, Inline, Linearizer, XdrShape};
+use crate::sys;
+use crate::xprt::Rdma;
+use crate::ctxt;
+use core::ffi::c_void;
+use core::ptr::addr_of_mut;
+use kernel::error::{code::{E2BIG, EIO, EMSGSIZE}, Error};
+use kernel::ffi::c_int;
+use kernel::page::PAGE_SIZE;
+
+const PAGE_SIZE_U32: u32 = PAGE_SIZE as u32;
+
+/// The shape of an `xdr_buf` region.
+///
+/// # Safety
+///
+/// `xdr` is a valid `xdr_buf`.
+unsafe fn shape(xdr: *const sys::xdr_buf) -> XdrShape {
+    // SAFETY: per the caller.
+    unsafe {
+        XdrShape {
+            head_len: (*xdr).head[0].iov_len as u32,
+            page_base: (*xdr).page_base,
+            page_len: (*xdr).page_len,
+            tail_len: (*xdr).tail[0].iov_len as u32,
+        }
+    }
+}
+
+/// Calls `f` on each page fragment of `xdr`: (page, offset, length).
+///
+/// # Safety
+///
+/// `xdr` is a valid `xdr_buf` whose page array covers its page data.
+unsafe fn for_each_fragment(
+    xdr: *const sys::xdr_buf,
+    mut f: impl FnMut(*mut sys::page, u32, u32) -> Result<(), Error>,
+) -> Result<(), Error> {
+    // SAFETY: per the caller.
+    let (pages, base, len) = unsafe { ((*xdr).pages, (*xdr).page_base, (*xdr).page_len) };
+    for (index, offset, flen) in pullup::page_fragments(base, len, PAGE_SIZE_U32) {
+        // SAFETY: the page array covers `page_base + page_len`.
+        let page = unsafe { *pages.add(index) };
+        f(page, offset, flen)?;
+    }
+    Ok(())
+}
+
+/// Arguments of the DMA-mapping actor (`struct svc_rdma_map_data`).
+struct MapData<'a> {
+    rdma: &'a Rdma,
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+}
+
+/// `svc_rdma_page_dma_map`: maps `len` bytes at `offset` in `page` into the
+/// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
+/// checked against the array, which C does not do: an overrun is `EIO`.
+fn page_dma_map(md: &MapData<'_>, page: *mut sys::page, offset: u32, len: u32) -> Result<(), Error> {
+    let (rdma, ctxt) = (md.rdma, md.ctxt);
+    // SAFETY: the ctxt is owned by the thread building the reply.
+    let sge_no = unsafe {
+        (*ctxt).sc_cur_sge_no += 1;
+        (*ctxt).sc_cur_sge_no
+    };
+    // SAFETY: as above.
+    let sges = unsafe { ctxt::sges(rdma, ctxt) };
+    let sge = usize::try_from(sge_no).ok().and_then(|i| sges.get_mut(i)).ok_or(EIO)?;
+    let mut addr = 0u64;
+    // SAFETY: `page` holds the reply's data at `offset..offset + len`.
+    let rc = unsafe {
+        sys::rs_ib_dma_map_page(rdma.device(), page, offset as _, len as usize, &mut addr)
+    };
+    // SAFETY: tracepoints reading the ctxt's cid.
+    let cid = unsafe { addr_of_mut!((*ctxt).sc_cid) };
+    if rc != 0 {
+        // SAFETY: as above.
+        unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
+        return Err(EIO);
+    }
+    // SAFETY: as above.
+    unsafe { sys::rs_trace_dma_map_page(cid, addr, len) };
+    sge.addr = addr;
+    sge.length = len;
+    // Counted only once mapped: unmap undoes exactly these.
+    // SAFETY: the ctxt is ours.
+    unsafe { (*ctxt).sc_send_wr.num_sge += 1 };
+    Ok(())
+}
+
+/// `svc_rdma_iov_dma_map`: maps a kvec (head or tail), if it is not empty,
+/// through its page, since unmapping is per page.
+fn iov_dma_map(md: &MapData<'_>, iov: &sys::kvec) -> Result<(), Error> {
+    if iov.iov_len == 0 {
+        return Ok(());
+    }
+    let offset = (iov.iov_base as usize) & (PAGE_SIZE - 1);
+    // SAFETY: a kvec of the reply points into the kernel's direct map.
+    let page = unsafe { sys::rs_virt_to_page(iov.iov_base) };
+    page_dma_map(md, page, offset as u32, iov.iov_len as u32)
+}
+
+/// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region.
+/// Returns the region's length. Mappings made before a failure stay
+/// counted in `num_sge`, so releasing the ctxt undoes them.
+unsafe extern "C" fn xb_dma_map(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
+    // SAFETY: `data` is the MapData passed to pcl_process_nonpayloads.
+    let md = unsafe { &*data.cast::<MapData<'_>>() };
+    // SAFETY: `xdr` is a region of the reply, valid for this call.
+    let r = unsafe {
+        iov_dma_map(md, &(*xdr).head[0])
+            .and_then(|()| for_each_fragment(xdr, |page, off, len| page_dma_map(md, page, off, len)))
+            .and_then(|()| iov_dma_map(md, &(*xdr).tail[0]))
+    };
+    match r {
+        // SAFETY: as above.
+        Ok(()) => unsafe { (*xdr).len as c_int },
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Arguments of the counting and copying actors (`svc_rdma_pullup_data`).
+struct PullupData<'a> {
+    length: u32,
+    num_sges: u32,
+    dest: Option<Linearizer<'a>>,
+}
+
+/// `svc_rdma_xb_count_sges`: adds one region's SGEs and length.
+unsafe extern "C" fn xb_count_sges(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
+    // SAFETY: `data` is the PullupData passed to pcl_process_nonpayloads.
+    let pd = unsafe { &mut *data.cast::<PullupData<'_>>() };
+    // SAFETY: `xdr` is a region of the reply, valid for this call.
+    let (s, len) = unsafe { (shape(xdr), (*xdr).len) };
+    pd.num_sges = pd.num_sges.saturating_add(pullup::xb_count_sges(&s, PAGE_SIZE_U32));
+    pd.length = pd.length.saturating_add(len);
+    0
+}
+
+/// `svc_rdma_xb_linearize`: copies one region behind what was copied
+/// before; a copy past the header buffer is `EMSGSIZE`.
+unsafe extern "C" fn xb_linearize(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
+    // SAFETY: `data` is the PullupData passed to pcl_process_nonpayloads.
+    let pd = unsafe { &mut *data.cast::<PullupData<'_>>() };
+    let Some(dest) = pd.dest.as_mut() else {
+        return EMSGSIZE.to_errno();
+    };
+    // SAFETY: `xdr` is a region of the reply; its kvecs and pages hold
+    // its bytes, and reply pages are lowmem (page_address is valid).
+    let r = unsafe {
+        let kvec = |k: &sys::kvec| -> &[u8] {
+            if k.iov_len == 0 {
+                &[]
+            } else {
+                core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len)
+            }
+        };
+        dest.append(kvec(&(*xdr).head[0]))
+            .map_err(|_| EMSGSIZE)
+            .and_then(|()| {
+                for_each_fragment(xdr, |page, off, len| {
+                    let base = sys::rs_page_address(page).cast::<u8>().add(off as usize);
+                    dest.append(core::slice::from_raw_parts(base, len as usize))
+                        .map_err(|_| EMSGSIZE)
+                })
+            })
+            .and_then(|()| dest.append(kvec(&(*xdr).tail[0])).map_err(|_| EMSGSIZE))
+    };
+    match r {
+        Ok(()) => {
+            // SAFETY: as above.
+            pd.length = pd.length.saturating_add(unsafe { (*xdr).len });
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `pcl_process_nonpayloads` with a Rust actor and its data.
+///
+/// # Safety
+///
+/// `write_pcl` and `xdr` are the Call's Write list and the reply.
+unsafe fn process_nonpayloads<T>(
+    write_pcl: *const sys::svc_rdma_pcl,
+    xdr: *const sys::xdr_buf,
+    actor: unsafe extern "C" fn(*const sys::xdr_buf, *mut c_void) -> c_int,
+    data: &mut T,
+) -> c_int {
+    // SAFETY: per the caller; `data` outlives the call and is what
+    // `actor` expects.
+    unsafe { sys::pcl_process_nonpayloads(write_pcl, xdr, Some(actor), (data as *mut T).cast()) }
+}
+
+/// `svc_rdma_check_pull_up`: whether the inline part of the reply is
+/// mapped or copied behind the header, or too big for either.
+///
+/// # Safety
+///
+/// As for [`map_reply_msg`].
+unsafe fn check_pull_up(
+    rdma: &Rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    write_pcl: *const sys::svc_rdma_pcl,
+    xdr: *const sys::xdr_buf,
+) -> Result<Inline, Error> {
+    let mut pd = PullupData {
+        // SAFETY: the ctxt is ours.
+        length: unsafe { (*sctxt).sc_hdrbuf.len },
+        num_sges: 1,
+        dest: None,
+    };
+    // SAFETY: per the caller.
+    if unsafe { process_nonpayloads(write_pcl, xdr, xb_count_sges, &mut pd) } < 0 {
+        // Let the mapping path report the problem.
+        return Ok(Inline::Map);
+    }
+    pullup::check_pull_up(
+        pd.length,
+        pd.num_sges,
+        rdma.max_send_sges() as u32,
+        rdma.max_req_size() as u32,
+    )
+    .map_err(|_| E2BIG)
+}
+
+/// `svc_rdma_pull_up_reply_msg`: copies the inline regions behind the
+/// header; SGE 0 then covers both.
+///
+/// # Safety
+///
+/// As for [`map_reply_msg`].
+unsafe fn pull_up_reply_msg(
+    rdma: &Rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    write_pcl: *const sys::svc_rdma_pcl,
+    xdr: *const sys::xdr_buf,
+) -> c_int {
+    // SAFETY: the ctxt is ours; its header buffer holds `max_req_size`
+    // bytes, the first `hdrlen` of which are the transport header.
+    let (hdrlen, dest) = unsafe {
+        let hdrlen = (*sctxt).sc_hdrbuf.len as usize;
+        let buf = core::slice::from_raw_parts_mut((*sctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size());
+        (hdrlen, buf.get_mut(hdrlen..))
+    };
+    let mut pd = PullupData { length: 0, num_sges: 0, dest: dest.map(Linearizer::new) };
+    // SAFETY: per the caller.
+    let ret = unsafe { process_nonpayloads(write_pcl, xdr, xb_linearize, &mut pd) };
+    if ret < 0 {
+        return ret;
+    }
+    // SAFETY: the ctxt is ours.
+    unsafe {
+        if let Some(sge0) = ctxt::sges(rdma, sctxt).first_mut() {
+            sge0.length = (hdrlen as u32).saturating_add(pd.length);
+        }
+        sys::rs_trace_send_pullup(sctxt, pd.length);
+    }
+    0
+}
+
+/// `svc_rdma_map_reply_msg`: builds the Send SGL of a reply: the header,
+/// then, unless a Reply chunk carries the reply, its inline part, mapped or
+/// pulled up.
+///
+/// Returns < 0 on failure (`-E2BIG` when the reply can be neither sent
+/// inline nor pulled up, `-EIO` on a mapping failure, `-EMSGSIZE`); on
+/// success 0 or, like C, the length of the region the last actor mapped
+/// (callers test only for < 0).
+///
+/// # Safety
+///
+/// `sctxt` is owned by the caller with its header built; `write_pcl`,
+/// `reply_pcl` and `xdr` are the Call's chunk lists and the reply.
+pub(crate) unsafe fn map_reply_msg(
+    rdma: &Rdma,
+    sctxt: *mut sys::svc_rdma_send_ctxt,
+    write_pcl: *const sys::svc_rdma_pcl,
+    reply_pcl: *const sys::svc_rdma_pcl,
+    xdr: *const sys::xdr_buf,
+) -> c_int {
+    // The persistently mapped header SGE.
+    // SAFETY: per the caller.
+    unsafe {
+        (*sctxt).sc_send_wr.num_sge = 1;
+        let hdrlen = (*sctxt).sc_hdrbuf.len;
+        if let Some(sge0) = ctxt::sges(rdma, sctxt).first_mut() {
+            sge0.length = hdrlen;
+        }
+    }
+    // With a Reply chunk nothing follows the header in the Send.
+    // SAFETY: per the caller.
+    if unsafe { (*reply_pcl).cl_count } != 0 {
+        return 0;
+    }
+    // SAFETY: per the caller.
+    match unsafe { check_pull_up(rdma, sctxt, write_pcl, xdr) } {
+        Err(e) => e.to_errno(),
+        // SAFETY: per the caller.
+        Ok(Inline::PullUp) => unsafe { pull_up_reply_msg(rdma, sctxt, write_pcl, xdr) },
+        Ok(Inline::Map) => {
+            let mut md = MapData { rdma, ctxt: sctxt };
+            // SAFETY: per the caller.
+            unsafe { process_nonpayloads(write_pcl, xdr, xb_dma_map, &mut md) }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Planning how a reply's inline part is sent: as SGEs gathered from its
+//! `xdr_buf` (head, page fragments, tail) or "pulled up", i.e. copied
+//! behind the transport header into the ctxt's header buffer. Pure
+//! arithmetic over lengths, shared by the DMA mapper, the linearizer and
+//! the SGE counter so that they can never disagree on the fragments.
+
+use super::Error;
+
+/// Replies shorter than this are always pulled up: copying them is cheaper
+/// than mapping (`RPCRDMA_PULLUP_THRESH`, half the version 1 default inline
+/// size).
+pub(crate) const PULLUP_THRESH: u32 = 1024 >> 1;
+
+/// The page fragments of `page_len` bytes starting `page_base` bytes into
+/// a page array: (page index, offset in page, length), in order.
+pub(crate) fn page_fragments(
+    page_base: u32,
+    page_len: u32,
+    page_size: u32,
+) -> impl Iterator<Item = (usize, u32, u32)> {
+    let first = (page_base / page_size) as usize;
+    let mut offset = page_base % page_size;
+    let mut remaining = page_len;
+    let mut index = first;
+    core::iter::from_fn(move || {
+        if remaining == 0 {
+            return None;
+        }
+        let len = (page_size - offset).min(remaining);
+        let frag = (index, offset, len);
+        remaining -= len;
+        offset = 0;
+        index += 1;
+        Some(frag)
+    })
+}
+
+/// The shape of one `xdr_buf` region, as far as sending it is concerned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct XdrShape {
+    /// Bytes in the head kvec.
+    pub(crate) head_len: u32,
+    /// Offset of the page data in the first page.
+    pub(crate) page_base: u32,
+    /// Bytes of page data.
+    pub(crate) page_len: u32,
+    /// Bytes in the tail kvec.
+    pub(crate) tail_len: u32,
+}
+
+/// `svc_rdma_xb_count_sges`: SGEs needed to send `x` without copying:
+/// one for a non-empty head, one per page fragment, one for a non-empty
+/// tail.
+pub(crate) fn xb_count_sges(x: &XdrShape, page_size: u32) -> u32 {
+    let frags = page_fragments(x.page_base, x.page_len, page_size).count() as u32;
+    u32::from(x.head_len != 0) + frags + u32::from(x.tail_len != 0)
+}
+
+/// How the inline part of a reply goes out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inline {
+    /// Map its fragments as SGEs behind the header's.
+    Map,
+    /// Copy it behind the header.
+    PullUp,
+}
+
+/// `svc_rdma_check_pull_up`: `length` is header plus inline reply bytes,
+/// `sges` the SGEs that would take (the header's included).
+///
+/// Small replies are pulled up; replies with too many fragments are too;
+/// but what does not fit the header buffer (`max_req_size`) cannot be, and
+/// is [`Error::TooBig`]: the client gets ERR_CHUNK (RFC 8166 §4.5.3).
+pub(crate) fn check_pull_up(
+    length: u32,
+    sges: u32,
+    max_send_sges: u32,
+    max_req_size: u32,
+) -> Result<Inline, Error> {
+    if length < PULLUP_THRESH {
+        return Ok(Inline::PullUp);
+    }
+    if sges < max_send_sges {
+        return Ok(Inline::Map);
+    }
+    if length > max_req_size {
+        return Err(Error::TooBig);
+    }
+    Ok(Inline::PullUp)
+}
+
+/// Appends byte slices to a fixed destination: the linearizer's copy, with
+/// the bounds check C does not have. Overflow is [`Error::MsgSize`] and
+/// copies nothing.
+pub(crate) struct Linearizer<'a> {
+    dest: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> Linearizer<'a> {
+    /// A linearizer filling `dest` from its start.
+    pub(crate) fn new(dest: &'a mut [u8]) -> Self {
+        Self { dest, len: 0 }
+    }
+
+    /// Bytes copied so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `src` behind what was copied before.
+    pub(crate) fn append(&mut self, src: &[u8]) -> Result<(), Error> {
+        let end = self.len.checked_add(src.len()).ok_or(Error::MsgSize)?;
+        self.dest
+            .get_mut(self.len..end)
+            .ok_or(Error::MsgSize)?
+            .copy_from_slice(src);
+        self.len = end;
+        Ok(())
+    }
+}
