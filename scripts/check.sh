@@ -80,48 +80,42 @@ do_build() {
 	else
 		bad "c flavour object list ($TOP/build/c/objects.txt)"
 	fi
-	if grep -qx svc_rdma_sendto_rs.o "$TOP/build/rust/objects.txt"; then
-		ok "rust flavour links the Rust crate svc_rdma_sendto_rs.o"
+	if grep -qx svc_rdma_sendto_rs.o "$TOP/build/rust/objects.txt" &&
+		! grep -qx svc_rdma_sendto.o "$TOP/build/rust/objects.txt"; then
+		ok "rust flavour links the Rust crate and no svc_rdma_sendto.o"
 	else
 		bad "rust flavour object list ($TOP/build/rust/objects.txt)"
+	fi
+	# Every symbol svc_rdma.h declares for svc_rdma_sendto.c is Rust's.
+	local want
+	want=$(sed -n '/\/\* svc_rdma_sendto.c \*\//,/^$/p' "$(kernel_src)/include/linux/sunrpc/svc_rdma.h" |
+		grep -oE 'svc_rdma_[a-z_]+\(' | tr -d '(' | sort -u)
+	if [ "$(echo "$want" | wc -l)" -ge 12 ] && [ "$want" = "$(cat "$TOP/build/rust/rust-symbols.txt")" ]; then
+		ok "all $(echo "$want" | wc -l) Send-path symbols of svc_rdma.h are defined by the Rust crate"
+	else
+		bad "Send-path symbols: header declares [$(echo $want)], Rust defines [$(echo $(cat "$TOP/build/rust/rust-symbols.txt"))]"
 	fi
 	check_c_sendto_switch
 }
 
-# The switch that drops svc_rdma_sendto.o from the rust flavour. Until every
-# Send-path symbol is in Rust the module cannot link without the C object;
-# the check is that it then misses exactly the symbols still in C, so the
-# list shrinks as functions move over and the check turns into "it links".
+# The differential build: RPCRDMA_RUST_LINK_C_SENDTO=y links the C file as
+# well, its functions renamed to <name>_c, while Rust serves every caller.
 check_c_sendto_switch() {
-	local log=$LOGS/module-rust-noc.log rc=0
-	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=n" \
-		bash "$TOP/scripts/build-module.sh" rust rust-noc >/dev/null 2>&1 || rc=$?
-	local missing
-	# modpost says either: "sym" [path/rpcrdma.ko] undefined!
-	# or: rpcrdma.ko: symbol 'sym' undefined!
-	missing=$(sed -nE -e 's/.*ERROR: modpost: "([a-z_]+)" \[.*rpcrdma\.ko\] undefined!.*/\1/p' \
-		-e "s/.*ERROR: modpost: .*rpcrdma\.ko: symbol '([a-z_]+)' undefined!.*/\1/p" \
-		"$log" 2>/dev/null | sort -u)
-	if [ "$rc" = 0 ]; then
-		if grep -qx svc_rdma_sendto.o "$TOP/build/rust-noc/objects.txt"; then
-			bad "RPCRDMA_RUST_LINK_C_SENDTO=n still links svc_rdma_sendto.o"
-		else
-			ok "rust flavour links without svc_rdma_sendto.o"
-		fi
+	local rc=0 ko=$TOP/build/rust-with-c/rpcrdma.ko
+	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=y" \
+		bash "$TOP/scripts/build-module.sh" rust rust-with-c >/dev/null 2>&1 || rc=$?
+	if [ "$rc" != 0 ]; then
+		bad "rust flavour with RPCRDMA_RUST_LINK_C_SENDTO=y does not build ($LOGS/module-rust-with-c.log)"
 		return
 	fi
-	if [ -z "$missing" ]; then
-		tail -n 20 "$log"
-		bad "rust flavour without C sendto failed for another reason than missing symbols ($log)"
-		return
-	fi
-	local foreign
-	foreign=$(comm -23 <(echo "$missing") <(grep -oE 'svc_rdma_[a-z_]+' "$(kernel_src)/net/sunrpc/xprtrdma/svc_rdma_sendto.c" | sort -u))
-	if [ -n "$foreign" ]; then
-		bad "without svc_rdma_sendto.o, symbols not from that file are missing: $foreign"
+	local syms c_syms
+	syms=$(nm --defined-only "$ko")
+	c_syms=$(grep -cE ' T svc_rdma_[a-z_]+_c$' <<<"$syms" || true)
+	if grep -qx svc_rdma_sendto.o "$TOP/build/rust-with-c/objects.txt" && [ "$c_syms" -ge 12 ] &&
+		grep -qE ' T svc_rdma_sendto$' <<<"$syms"; then
+		ok "switch RPCRDMA_RUST_LINK_C_SENDTO=y links the C Send path beside Rust ($c_syms C functions as *_c)"
 	else
-		ok "switch RPCRDMA_RUST_LINK_C_SENDTO=n drops svc_rdma_sendto.o; still in C: $(echo $missing | wc -w) symbols"
-		echo "    still provided by C: $(echo $missing)"
+		bad "switch RPCRDMA_RUST_LINK_C_SENDTO=y: object list or *_c symbols wrong ($ko)"
 	fi
 }
 
@@ -177,10 +171,19 @@ do_e2e_flavour() {
 	if [ "$rc" != 0 ]; then
 		bad "e2e $flavour VM run (status $rc, logs in $run)"
 	fi
-	# Nothing may pass without having run: both versions must have verified data.
+	# Nothing may pass without having run: both versions must have verified
+	# data, and Send-path tracepoints must have fired. In the rust flavour no
+	# C Send-path code is linked, so those replies were sent by Rust.
+	local v sends
 	for v in v3 v41; do
 		if ! grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null; then
 			bad "e2e $flavour: no verified bytes for $v"
+		fi
+		sends=$(sed -n "s/^${v}_trace_svcrdma_post_send=//p" "$run/summary" 2>/dev/null)
+		if [ "${sends:-0}" -gt 0 ]; then
+			ok "e2e $flavour $v: $sends replies posted by the $flavour Send path (svcrdma_post_send)"
+		else
+			bad "e2e $flavour $v: no svcrdma_post_send event during the workload"
 		fi
 	done
 }

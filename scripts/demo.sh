@@ -25,8 +25,9 @@ echo
 echo "================ NFS over RDMA demo ================"
 echo "Send path flavour : $(get module_flavour)  (rpcrdma version $(get module_version))"
 if [ "$FLAVOUR" = rust ]; then
-	echo "Send-path symbols : $(wc -l <"$TOP/build/rust/rust-symbols.txt") of 12 defined in Rust," \
-		"the rest still linked from svc_rdma_sendto.c (see README)"
+	echo "Send-path symbols : $(wc -l <"$TOP/build/rust/rust-symbols.txt") defined by the Rust crate;" \
+		"objects: $(grep -c . "$TOP/build/rust/objects.txt"), svc_rdma_sendto.o" \
+		"$(grep -qx svc_rdma_sendto.o "$TOP/build/rust/objects.txt" && echo linked || echo "not linked")"
 fi
 for v in 3:v3 4.1:v41; do
 	vers=${v%%:*} tag=${v##*:}
