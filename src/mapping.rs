@@ -11,10 +11,10 @@
 //! [`crate::proto::pullup`], and every SGE index and copy is checked, with
 //! an errno, never a panic, where C trusts its earlier count.
 
+use crate::ctxt;
 use crate::proto::pullup::{self, Inline, Linearizer, XdrShape};
 use crate::sys;
 use crate::xprt::Rdma;
-use crate::ctxt;
 use core::ffi::c_void;
 use core::ptr::addr_of_mut;
 use kernel::error::{code::{E2BIG, EIO, EMSGSIZE}, Error};
@@ -302,7 +302,7 @@ pub(crate) unsafe fn map_reply_msg(
     }
     // With a Reply chunk nothing follows the header in the Send.
     // SAFETY: per the caller.
-    if unsafe { (*reply_pcl).cl_count } != 0 {
+    if !unsafe { crate::pcl::pcl_is_empty(reply_pcl) } {
         return 0;
     }
     // SAFETY: per the caller.
