@@ -70,7 +70,10 @@ impl Drop for SendCtxt {
 /// # Safety
 ///
 /// `ctxt` is a live ctxt of `rdma`, not accessed concurrently.
-pub(crate) unsafe fn sges<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a mut [sys::ib_sge] {
+pub(crate) unsafe fn sges<'a>(
+    rdma: &Rdma,
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+) -> &'a mut [sys::ib_sge] {
     // SAFETY: allocated with `max_send_sges` trailing SGEs (send_ctxt_alloc);
     // exclusive access per the caller.
     unsafe {
@@ -133,12 +136,12 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
         sys::rs_send_cid_init(rdma.as_ptr(), addr_of_mut!((*ctxt).sc_cid));
         (*ctxt).sc_rdma = rdma.as_ptr();
         (*ctxt).sc_pages = pages;
-        (*ctxt).sc_maxpages = npages as _;
+        (*ctxt).sc_maxpages = npages as kernel::ffi::c_ulong;
         let wr = addr_of_mut!((*ctxt).sc_send_wr);
         (*wr).next = null_mut();
         *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*ctxt).sc_cqe);
         (*wr).sg_list = addr_of_mut!((*ctxt).sc_sges).cast();
-        (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as _;
+        (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int;
         (*ctxt).sc_cqe.done = Some(crate::sq::svc_rdma_wc_send);
         sys::INIT_LIST_HEAD(addr_of_mut!((*ctxt).sc_write_info_list));
         (*ctxt).sc_xprt_buf = buffer;
@@ -271,7 +274,7 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
     // `num_sge` counts only SGEs that were mapped; never trust it past the
     // array.
     let mapped = usize::try_from(num_sge).unwrap_or(0).min(sges.len());
-    for sge in sges.get(1..mapped).unwrap_or(&mut []) {
+    for sge in sges.get(1..mapped).unwrap_or_default() {
         // SAFETY: each SGE past the first was mapped by page_dma_map with
         // this address and length.
         unsafe {
@@ -306,7 +309,8 @@ unsafe fn send_ctxt_release(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
 /// concurrent drains, since `llist_del_all` hands each ctxt to one of them.
 pub(crate) fn send_ctxts_drain(rdma: &Rdma) {
     // SAFETY: the release list of a live transport.
-    let mut node = unsafe { sys::rs_llist_del_all(addr_of_mut!((*rdma.as_ptr()).sc_send_release_list)) };
+    let mut node =
+        unsafe { sys::rs_llist_del_all(addr_of_mut!((*rdma.as_ptr()).sc_send_release_list)) };
     while !node.is_null() {
         // Read the link first: release re-links `sc_node`.
         // SAFETY: `node` is on the list we took, so ours.

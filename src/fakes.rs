@@ -26,9 +26,20 @@ impl FakeRdma {
         // SAFETY: a zeroed transport only this test knows.
         unsafe {
             let key = kernel::static_lock_class!();
-            sys::__init_waitqueue_head(addr_of_mut!((*r).sc_send_wait), c"rs_fake_send_wait".as_ptr().cast(), key.as_ptr());
-            sys::__init_waitqueue_head(addr_of_mut!((*r).sc_sq_ticket_wait), c"rs_fake_ticket_wait".as_ptr().cast(), key.as_ptr());
-            sys::set_bit(sys::XPT_BUSY as c_ulong, addr_of_mut!((*r).sc_xprt.xpt_flags));
+            sys::__init_waitqueue_head(
+                addr_of_mut!((*r).sc_send_wait),
+                kernel::str::CStrExt::as_char_ptr(c"rs_fake_send_wait"),
+                key.as_ptr(),
+            );
+            sys::__init_waitqueue_head(
+                addr_of_mut!((*r).sc_sq_ticket_wait),
+                kernel::str::CStrExt::as_char_ptr(c"rs_fake_ticket_wait"),
+                key.as_ptr(),
+            );
+            sys::set_bit(
+                sys::XPT_BUSY as c_ulong,
+                addr_of_mut!((*r).sc_xprt.xpt_flags),
+            );
             (*r).sc_sq_avail.counter = sq_avail;
             (*r).sc_max_send_sges = max_send_sges;
             (*r).sc_max_req_size = 4096;
@@ -48,7 +59,12 @@ impl FakeRdma {
     /// Sets `XPT_CLOSE`, as a closing connection has it.
     pub(crate) fn set_closing(&self) {
         // SAFETY: the flags word of our transport.
-        unsafe { sys::set_bit(sys::XPT_CLOSE as c_ulong, addr_of_mut!((*self.raw()).sc_xprt.xpt_flags)) };
+        unsafe {
+            sys::set_bit(
+                sys::XPT_CLOSE as c_ulong,
+                addr_of_mut!((*self.raw()).sc_xprt.xpt_flags),
+            )
+        };
     }
 
     /// A send ctxt of this transport with `nwrs` WRs chained before its
@@ -98,7 +114,9 @@ impl Drop for FakeRdma {
                 // SAFETY: a ctxt made by `ctxt()`.
                 unsafe {
                     let next = (*node).next;
-                    sys::kfree(kernel::container_of!(node, sys::svc_rdma_send_ctxt, sc_node).cast());
+                    sys::kfree(
+                        kernel::container_of!(node, sys::svc_rdma_send_ctxt, sc_node).cast(),
+                    );
                     node = next;
                 }
             }

@@ -17,7 +17,10 @@ use crate::sys;
 use crate::xprt::Rdma;
 use core::ffi::c_void;
 use core::ptr::addr_of_mut;
-use kernel::error::{code::{E2BIG, EIO, EMSGSIZE}, Error};
+use kernel::error::{
+    code::{E2BIG, EIO, EMSGSIZE},
+    Error,
+};
 use kernel::ffi::c_int;
 use kernel::page::PAGE_SIZE;
 
@@ -68,7 +71,12 @@ struct MapData<'a> {
 /// `svc_rdma_page_dma_map`: maps `len` bytes at `offset` in `page` into the
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
 /// checked against the array, which C does not do: an overrun is `EIO`.
-fn page_dma_map(md: &MapData<'_>, page: *mut sys::page, offset: u32, len: u32) -> Result<(), Error> {
+fn page_dma_map(
+    md: &MapData<'_>,
+    page: *mut sys::page,
+    offset: u32,
+    len: u32,
+) -> Result<(), Error> {
     let (rdma, ctxt) = (md.rdma, md.ctxt);
     // SAFETY: the ctxt is owned by the thread building the reply.
     let sge_no = unsafe {
@@ -77,11 +85,20 @@ fn page_dma_map(md: &MapData<'_>, page: *mut sys::page, offset: u32, len: u32) -
     };
     // SAFETY: as above.
     let sges = unsafe { ctxt::sges(rdma, ctxt) };
-    let sge = usize::try_from(sge_no).ok().and_then(|i| sges.get_mut(i)).ok_or(EIO)?;
+    let sge = usize::try_from(sge_no)
+        .ok()
+        .and_then(|i| sges.get_mut(i))
+        .ok_or(EIO)?;
     let mut addr = 0u64;
     // SAFETY: `page` holds the reply's data at `offset..offset + len`.
     let rc = unsafe {
-        sys::rs_ib_dma_map_page(rdma.device(), page, offset as _, len as usize, &mut addr)
+        sys::rs_ib_dma_map_page(
+            rdma.device(),
+            page,
+            offset as kernel::ffi::c_ulong,
+            len as usize,
+            &mut addr,
+        )
     };
     // SAFETY: tracepoints reading the ctxt's cid.
     let cid = unsafe { addr_of_mut!((*ctxt).sc_cid) };
@@ -115,13 +132,20 @@ fn iov_dma_map(md: &MapData<'_>, iov: &sys::kvec) -> Result<(), Error> {
 /// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region.
 /// Returns the region's length. Mappings made before a failure stay
 /// counted in `num_sge`, so releasing the ctxt undoes them.
+///
+/// # Safety
+///
+/// An actor of `pcl_process_nonpayloads`: `xdr` is a region of the reply
+/// and `data` the [`MapData`] given with it.
 unsafe extern "C" fn xb_dma_map(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
     // SAFETY: `data` is the MapData passed to pcl_process_nonpayloads.
     let md = unsafe { &*data.cast::<MapData<'_>>() };
     // SAFETY: `xdr` is a region of the reply, valid for this call.
     let r = unsafe {
         iov_dma_map(md, &(*xdr).head[0])
-            .and_then(|()| for_each_fragment(xdr, |page, off, len| page_dma_map(md, page, off, len)))
+            .and_then(|()| {
+                for_each_fragment(xdr, |page, off, len| page_dma_map(md, page, off, len))
+            })
             .and_then(|()| iov_dma_map(md, &(*xdr).tail[0]))
     };
     match r {
@@ -139,18 +163,29 @@ struct PullupData<'a> {
 }
 
 /// `svc_rdma_xb_count_sges`: adds one region's SGEs and length.
+///
+/// # Safety
+///
+/// An actor of `pcl_process_nonpayloads`: `xdr` is a region of the reply
+/// and `data` the [`PullupData`] given with it.
 unsafe extern "C" fn xb_count_sges(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
     // SAFETY: `data` is the PullupData passed to pcl_process_nonpayloads.
     let pd = unsafe { &mut *data.cast::<PullupData<'_>>() };
     // SAFETY: `xdr` is a region of the reply, valid for this call.
     let (s, len) = unsafe { (shape(xdr), (*xdr).len) };
-    pd.num_sges = pd.num_sges.saturating_add(pullup::xb_count_sges(&s, PAGE_SIZE_U32));
+    pd.num_sges = pd
+        .num_sges
+        .saturating_add(pullup::xb_count_sges(&s, PAGE_SIZE_U32));
     pd.length = pd.length.saturating_add(len);
     0
 }
 
 /// `svc_rdma_xb_linearize`: copies one region behind what was copied
 /// before; a copy past the header buffer is `EMSGSIZE`.
+///
+/// # Safety
+///
+/// As for [`xb_count_sges`].
 unsafe extern "C" fn xb_linearize(xdr: *const sys::xdr_buf, data: *mut c_void) -> c_int {
     // SAFETY: `data` is the PullupData passed to pcl_process_nonpayloads.
     let pd = unsafe { &mut *data.cast::<PullupData<'_>>() };
@@ -201,7 +236,14 @@ unsafe fn process_nonpayloads<T>(
 ) -> c_int {
     // SAFETY: per the caller; `data` outlives the call and is what
     // `actor` expects.
-    unsafe { sys::pcl_process_nonpayloads(write_pcl, xdr, Some(actor), (data as *mut T).cast()) }
+    unsafe {
+        sys::pcl_process_nonpayloads(
+            write_pcl,
+            xdr,
+            Some(actor),
+            core::ptr::from_mut(data).cast(),
+        )
+    }
 }
 
 /// `svc_rdma_check_pull_up`: whether the inline part of the reply is
@@ -252,10 +294,15 @@ unsafe fn pull_up_reply_msg(
     // bytes, the first `hdrlen` of which are the transport header.
     let (hdrlen, dest) = unsafe {
         let hdrlen = (*sctxt).sc_hdrbuf.len as usize;
-        let buf = core::slice::from_raw_parts_mut((*sctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size());
+        let buf =
+            core::slice::from_raw_parts_mut((*sctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size());
         (hdrlen, buf.get_mut(hdrlen..))
     };
-    let mut pd = PullupData { length: 0, num_sges: 0, dest: dest.map(Linearizer::new) };
+    let mut pd = PullupData {
+        length: 0,
+        num_sges: 0,
+        dest: dest.map(Linearizer::new),
+    };
     // SAFETY: per the caller.
     let ret = unsafe { process_nonpayloads(write_pcl, xdr, xb_linearize, &mut pd) };
     if ret < 0 {

@@ -97,7 +97,10 @@ pub(crate) unsafe fn write_chunks<'a>(
         // SAFETY: per the caller of `write_chunks`.
         unsafe {
             chunk = pcl_next_chunk(pcl, c);
-            Some(WriteChunk { payload_length: (*c).ch_payload_length, segments: segments(c) })
+            Some(WriteChunk {
+                payload_length: (*c).ch_payload_length,
+                segments: segments(c),
+            })
         }
     })
 }

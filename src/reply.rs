@@ -39,7 +39,9 @@ fn errno(e: proto::Error) -> Error {
 /// The caller owns `ctxt`; the buffer holds `max_req_size` bytes.
 unsafe fn header_buf<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a mut [u8] {
     // SAFETY: per the caller.
-    unsafe { core::slice::from_raw_parts_mut((*ctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size()) }
+    unsafe {
+        core::slice::from_raw_parts_mut((*ctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size())
+    }
 }
 
 /// Records a header of `len` bytes in `sc_hdrbuf`/`sc_stream`, as the
@@ -121,7 +123,7 @@ unsafe fn save_io_pages(rqstp: *mut sys::svc_rqst, ctxt: *mut sys::svc_rdma_send
         let start = usize::try_from((*ctxt).sc_page_count).unwrap_or(0);
         // The ctxt has room for a request's worth of pages (sc_maxpages ==
         // rq_maxpages); never write past it.
-        let room = ((*ctxt).sc_maxpages as usize).saturating_sub(start);
+        let room = (*ctxt).sc_maxpages.saturating_sub(start);
         let n = pages.min(room);
         for i in 0..n {
             *(*ctxt).sc_pages.add(start + i) = *respages.add(i);
@@ -148,7 +150,11 @@ pub(crate) unsafe fn send_error_msg(
     let p = sctxt.as_ptr();
     // SAFETY: per the caller.
     let (xid, vers) = unsafe { call_xid_vers(rctxt) };
-    let hdr = FixedHeader { xid, vers, credits: u32::from_be(rdma.fc_credits_be()) };
+    let hdr = FixedHeader {
+        xid,
+        vers,
+        credits: u32::from_be(rdma.fc_credits_be()),
+    };
     let code = if status == EPROTONOSUPPORT.to_errno() {
         ErrCode::Vers
     } else {
@@ -233,13 +239,25 @@ unsafe fn encode_reply_header(
 ) -> Result<(), Error> {
     // SAFETY: per the caller.
     let (xid, vers) = unsafe { call_xid_vers(rctxt) };
-    let hdr = FixedHeader { xid, vers, credits: u32::from_be(rdma.fc_credits_be()) };
+    let hdr = FixedHeader {
+        xid,
+        vers,
+        credits: u32::from_be(rdma.fc_credits_be()),
+    };
     // SAFETY: per the caller; the lists are the Call's, unchanged now.
-    let (write_pcl, reply_pcl) =
-        unsafe { (addr_of_mut!((*rctxt).rc_write_pcl), addr_of_mut!((*rctxt).rc_reply_pcl)) };
+    let (write_pcl, reply_pcl) = unsafe {
+        (
+            addr_of_mut!((*rctxt).rc_write_pcl),
+            addr_of_mut!((*rctxt).rc_reply_pcl),
+        )
+    };
     // SAFETY: as above.
     let reply_chunk = unsafe { pcl::pcl_first_chunk(reply_pcl) };
-    let proc_ = if reply_chunk.is_null() { Proc::Msg } else { Proc::NoMsg };
+    let proc_ = if reply_chunk.is_null() {
+        Proc::Msg
+    } else {
+        Proc::NoMsg
+    };
     let reply = if reply_chunk.is_null() {
         None
     } else {
@@ -260,8 +278,14 @@ unsafe fn encode_reply_header(
     let mut w = XdrWriter::new(unsafe { header_buf(rdma, sctxt) });
     let r = encode::encode_fixed(&mut w, &hdr, proc_)
         .and_then(|_| encode::encode_read_list(&mut w))
-        // SAFETY: the Call's Write list.
-        .and_then(|_| encode::encode_write_list_traced(&mut w, unsafe { pcl::write_chunks(write_pcl) }, &mut trace))
+        .and_then(|_| {
+            encode::encode_write_list_traced(
+                &mut w,
+                // SAFETY: the Call's Write list, unchanged while answering.
+                unsafe { pcl::write_chunks(write_pcl) },
+                &mut trace,
+            )
+        })
         .and_then(|_| encode::encode_reply_chunk_traced(&mut w, reply, rc_size, &mut trace));
     let len = w.len();
     // Recorded even on failure, as C's stream would be; the ctxt is then
@@ -286,7 +310,11 @@ unsafe fn encode_reply_header(
 pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
     // SAFETY: per the caller: the transport is referenced by the request.
     let rdma = unsafe {
-        Rdma::from_raw(kernel::container_of!((*rqstp).rq_xprt, sys::svcxprt_rdma, sc_xprt))
+        Rdma::from_raw(kernel::container_of!(
+            (*rqstp).rq_xprt,
+            sys::svcxprt_rdma,
+            sc_xprt
+        ))
     };
     // SAFETY: per the caller.
     let rctxt = unsafe { (*rqstp).rq_xprt_ctxt }.cast::<sys::svc_rdma_recv_ctxt>();

@@ -56,7 +56,12 @@ mod tests {
         /// (position, payload length) of chunk `i`.
         fn chunk(&self, i: usize) -> (u32, u32) {
             // SAFETY: ours.
-            unsafe { ((*self.chunks[i]).ch_position, (*self.chunks[i]).ch_payload_length) }
+            unsafe {
+                (
+                    (*self.chunks[i]).ch_position,
+                    (*self.chunks[i]).ch_payload_length,
+                )
+            }
         }
     }
 
@@ -74,7 +79,9 @@ mod tests {
 
     #[test]
     fn payload_fits_and_cursor_advances() {
-        let Some(call) = Call::new([4096, 8192]) else { return };
+        let Some(call) = Call::new([4096, 8192]) else {
+            return;
+        };
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 4096), Ok(()));
@@ -90,7 +97,9 @@ mod tests {
 
     #[test]
     fn too_big_still_advances() {
-        let Some(call) = Call::new([4096, 8192]) else { return };
+        let Some(call) = Call::new([4096, 8192]) else {
+            return;
+        };
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 5000), Err(E2BIG));
@@ -102,7 +111,9 @@ mod tests {
 
     #[test]
     fn zero_length_does_not_move() {
-        let Some(call) = Call::new([4096, 8192]) else { return };
+        let Some(call) = Call::new([4096, 8192]) else {
+            return;
+        };
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 0), Ok(()));
@@ -113,7 +124,9 @@ mod tests {
 
     #[test]
     fn no_write_chunks() {
-        let Some(call) = Call::new([1, 1]) else { return };
+        let Some(call) = Call::new([1, 1]) else {
+            return;
+        };
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             (*call.rctxt).rc_cur_result_payload = null_mut();

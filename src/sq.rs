@@ -81,7 +81,11 @@ impl Drop for SqTicket<'_> {
 /// `svc_rdma_sq_wait`: reserves `sqecount` SQ entries, queueing fairly
 /// (first come, first served) behind other waiters when the SQ is full.
 /// Fails with `ENOTCONN` when the connection closes while waiting.
-pub(crate) fn sq_wait(rdma: &Rdma, cid: *const sys::rpc_rdma_cid, sqecount: i32) -> Result<(), Error> {
+pub(crate) fn sq_wait(
+    rdma: &Rdma,
+    cid: *const sys::rpc_rdma_cid,
+    sqecount: i32,
+) -> Result<(), Error> {
     if sq_reserve(rdma, sqecount) {
         return Ok(());
     }

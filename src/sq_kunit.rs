@@ -16,7 +16,10 @@ mod tests {
     use kernel::sync::atomic::Relaxed;
 
     /// A completion ID for the tracepoints, which read it when enabled.
-    const CID: sys::rpc_rdma_cid = sys::rpc_rdma_cid { ci_queue_id: 0, ci_completion_id: 0 };
+    const CID: sys::rpc_rdma_cid = sys::rpc_rdma_cid {
+        ci_queue_id: 0,
+        ci_completion_id: 0,
+    };
 
     fn starved() -> i64 {
         // SAFETY: the module's global counter.
@@ -25,7 +28,9 @@ mod tests {
 
     #[test]
     fn fast_path_takes_entries() {
-        let Some(f) = FakeRdma::new(10, 4) else { return };
+        let Some(f) = FakeRdma::new(10, 4) else {
+            return;
+        };
         let r = f.rdma();
         assert_eq!(sq::sq_wait(r, &CID, 4), Ok(()));
         assert_eq!(r.sq_avail().load(Relaxed), 6);
@@ -65,7 +70,9 @@ mod tests {
 
     #[test]
     fn wake_returns_entries() {
-        let Some(f) = FakeRdma::new(-3, 4) else { return };
+        let Some(f) = FakeRdma::new(-3, 4) else {
+            return;
+        };
         sq::wake_send_waiters(f.rdma(), 5);
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
     }
@@ -81,6 +88,10 @@ mod tests {
     }
 
     /// Stand-in for `ib_post_send` that accepts everything.
+    ///
+    /// # Safety
+    ///
+    /// Called as `ib_post_send` is.
     unsafe extern "C" fn post_ok(
         _qp: *mut sys::ib_qp,
         _wr: *const sys::ib_send_wr,
@@ -90,6 +101,10 @@ mod tests {
     }
 
     /// Stand-in that posts the first WR of the chain and fails the next.
+    ///
+    /// # Safety
+    ///
+    /// Called as `ib_post_send` is, with a chain of at least two WRs.
     unsafe extern "C" fn post_one_then_fail(
         _qp: *mut sys::ib_qp,
         wr: *const sys::ib_send_wr,
@@ -101,6 +116,10 @@ mod tests {
     }
 
     /// Stand-in that posts nothing.
+    ///
+    /// # Safety
+    ///
+    /// Called as `ib_post_send` is.
     unsafe extern "C" fn post_none(
         _qp: *mut sys::ib_qp,
         wr: *const sys::ib_send_wr,

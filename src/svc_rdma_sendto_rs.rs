@@ -13,7 +13,7 @@
 //! planning) that the host tests compile too.
 
 mod ctxt;
-mod exports;
+pub mod exports;
 #[cfg(CONFIG_KUNIT = "y")]
 mod fakes;
 mod layout;

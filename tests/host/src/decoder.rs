@@ -63,12 +63,19 @@ impl Words<'_> {
         match self.u32()? {
             0 => Ok(false),
             1 => Ok(true),
-            v => Err(format!("bad optional discriminant {v} at byte {}", self.pos - 4)),
+            v => Err(format!(
+                "bad optional discriminant {v} at byte {}",
+                self.pos - 4
+            )),
         }
     }
 
     fn segment(&mut self) -> Result<Seg, String> {
-        Ok(Seg { handle: self.u32()?, length: self.u32()?, offset: self.u64()? })
+        Ok(Seg {
+            handle: self.u32()?,
+            length: self.u32()?,
+            offset: self.u64()?,
+        })
     }
 
     /// `xdr_write_chunk`: a counted array of segments.
@@ -99,15 +106,33 @@ pub fn decode(bytes: &[u8]) -> Result<Header, String> {
             while w.present()? {
                 write_list.push(w.write_chunk()?);
             }
-            let reply_chunk = if w.present()? { Some(w.write_chunk()?) } else { None };
-            Body::Chunks { proc_, read_list, write_list, reply_chunk }
+            let reply_chunk = if w.present()? {
+                Some(w.write_chunk()?)
+            } else {
+                None
+            };
+            Body::Chunks {
+                proc_,
+                read_list,
+                write_list,
+                reply_chunk,
+            }
         }
         4 => match w.u32()? {
-            1 => Body::ErrVers { low: w.u32()?, high: w.u32()? },
+            1 => Body::ErrVers {
+                low: w.u32()?,
+                high: w.u32()?,
+            },
             2 => Body::ErrChunk,
             e => return Err(format!("unknown rdma_error {e}")),
         },
         p => return Err(format!("unexpected rdma_proc {p} in a reply")),
     };
-    Ok(Header { xid, vers, credits, body, len: w.pos })
+    Ok(Header {
+        xid,
+        vers,
+        credits,
+        body,
+        len: w.pos,
+    })
 }

@@ -10,8 +10,11 @@ use crate::proto::{ErrCode, Error, Proc, Segment};
 use proptest::prelude::*;
 
 fn segment() -> impl Strategy<Value = Segment> {
-    (any::<u32>(), 0u32..=1 << 20, any::<u64>())
-        .prop_map(|(handle, length, offset)| Segment { handle, length, offset })
+    (any::<u32>(), 0u32..=1 << 20, any::<u64>()).prop_map(|(handle, length, offset)| Segment {
+        handle,
+        length,
+        offset,
+    })
 }
 
 fn chunk() -> impl Strategy<Value = (Vec<Segment>, u32)> {
@@ -22,7 +25,11 @@ fn chunk() -> impl Strategy<Value = (Vec<Segment>, u32)> {
     })
 }
 
-const HDR: FixedHeader = FixedHeader { xid: 0x0102_0304, vers: 1, credits: 32 };
+const HDR: FixedHeader = FixedHeader {
+    xid: 0x0102_0304,
+    vers: 1,
+    credits: 32,
+};
 
 /// What the client must see for a chunk carrying `payload` bytes: the
 /// segments in order, lengths filling each one before the next.
@@ -32,7 +39,11 @@ fn expected(segs: &[Segment], payload: u32) -> Vec<Seg> {
         .map(|s| {
             let length = left.min(s.length);
             left -= length;
-            Seg { handle: s.handle, length, offset: s.offset }
+            Seg {
+                handle: s.handle,
+                length,
+                offset: s.offset,
+            }
         })
         .collect()
 }
@@ -46,12 +57,19 @@ fn encode_reply(
     let mut w = XdrWriter::new(buf);
     let mut payload = 0;
     let rc = (|| {
-        let proc_ = if reply.is_some() { Proc::NoMsg } else { Proc::Msg };
+        let proc_ = if reply.is_some() {
+            Proc::NoMsg
+        } else {
+            Proc::Msg
+        };
         let mut n = encode_fixed(&mut w, &HDR, proc_)?;
         n += encode_read_list(&mut w)?;
         n += encode_write_list(
             &mut w,
-            writes.iter().map(|(s, p)| WriteChunk { payload_length: *p, segments: s }),
+            writes.iter().map(|(s, p)| WriteChunk {
+                payload_length: *p,
+                segments: s,
+            }),
         )?;
         let reply = reply.map(|(s, _)| ReplyChunk {
             length: s.iter().map(|s| s.length).sum(),
