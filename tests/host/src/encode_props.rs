@@ -158,3 +158,47 @@ proptest! {
         prop_assert_eq!(h.body, if vers_err { Body::ErrVers { low: 1, high: 1 } } else { Body::ErrChunk });
     }
 }
+
+mod pullup_props {
+    use crate::proto::pullup::{check_pull_up, page_fragments, xb_count_sges, Inline, XdrShape};
+    use crate::proto::Error;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Fragments tile the page data exactly: in order, contiguous, each
+        /// inside one page, summing to the length; the SGE count agrees.
+        #[test]
+        fn fragments_tile_page_data(base in 0u32..100_000, len in 0u32..300_000,
+                                    head in 0u32..4096, tail in 0u32..4) {
+            const PS: u32 = 4096;
+            let mut pos = base as u64;
+            let mut n = 0u32;
+            for (index, offset, flen) in page_fragments(base, len, PS) {
+                prop_assert!(flen > 0 && offset + flen <= PS);
+                prop_assert_eq!(index as u64 * PS as u64 + offset as u64, pos);
+                pos += flen as u64;
+                n += 1;
+            }
+            prop_assert_eq!(pos, base as u64 + len as u64);
+            let s = XdrShape { head_len: head, page_base: base, page_len: len, tail_len: tail };
+            prop_assert_eq!(xb_count_sges(&s, PS), n + u32::from(head > 0) + u32::from(tail > 0));
+        }
+
+        /// The pull-up decision never asks to copy more than the buffer
+        /// holds, and never maps more SGEs than the device allows.
+        #[test]
+        fn pull_up_respects_limits(len in 0u32..20_000, sges in 1u32..40,
+                                   max_sges in 2u32..32, max_req in 1024u32..16_384) {
+            match check_pull_up(len, sges, max_sges, max_req) {
+                Ok(Inline::PullUp) => prop_assert!(len < 512 || len <= max_req),
+                Ok(Inline::Map) => prop_assert!(sges < max_sges),
+                Err(e) => {
+                    prop_assert_eq!(e, Error::TooBig);
+                    prop_assert!(len >= 512 && sges >= max_sges && len > max_req);
+                }
+            }
+        }
+    }
+}
