@@ -188,9 +188,33 @@ do_e2e_flavour() {
 	done
 }
 
+# teardown FLAVOUR: server transports torn down under load, 4 times.
+do_teardown_flavour() {
+	local flavour=$1 run rc=0 line
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 500 -n "teardown-$flavour" teardown "$flavour" 4) || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "teardown $flavour: ${line#PASS: }" ;;
+		FAIL:*) bad "teardown $flavour: ${line#FAIL: } (logs in $run)" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	[ -f "$run/summary" ] && grep -E 'trace|cycles' "$run/summary" | sed 's/^/    /'
+	[ "$rc" = 0 ] || bad "teardown $flavour VM run (status $rc, logs in $run)"
+	# The point is Sends in flight at teardown: flushed Send completions.
+	local flushed
+	flushed=$(sed -n 's/^teardown_trace_svcrdma_wc_send_flush=//p' "$run/summary" 2>/dev/null)
+	if [ "${flushed:-0}" -gt 0 ]; then
+		ok "teardown $flavour: $flushed Send completions flushed by teardown, handled"
+	else
+		bad "teardown $flavour: no flushed Send completion, the teardown did not catch Sends in flight ($run)"
+	fi
+}
+
 do_e2e() {
 	do_e2e_flavour c
 	do_e2e_flavour rust
+	do_teardown_flavour c
+	do_teardown_flavour rust
 }
 
 case $WHAT in

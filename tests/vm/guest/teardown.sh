@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# teardown.sh FLAVOUR CYCLES: transports torn down with Sends in flight.
+# Under a verifying fio load on an NFSv3 RDMA mount, knfsd is stopped and
+# restarted CYCLES times: every server transport is closed and freed while
+# replies are posted (their Sends complete flushed, svc_rdma_free drains the
+# QP and destroys the ctxts). The client reconnects, fio must finish with
+# its data verified, and afterwards rpcrdma must unload: nothing of the
+# Send path may hold it.
+. /work/tests/vm/guest/lib.sh
+
+flavour=$1 cycles=$2
+load_rpcrdma "$flavour"
+setup_rxe
+start_nfsd
+mount_rdma 3 /mnt/nfs || { fail "NFSv3 mount over RDMA"; exit 1; }
+
+events="rpcrdma:svcrdma_post_send rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err rpcrdma:svcrdma_sq_post_err rpcrdma:svcrdma_send_err"
+trace_start $events
+runtime=$((cycles * 8 + 8))
+fio --name=teardown --directory=/mnt/nfs --rw=randwrite --bs=64k --size=8m \
+	--direct=1 --ioengine=libaio --iodepth=8 --runtime=$runtime --time_based \
+	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
+	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
+fio_pid=$!
+
+i=0
+while [ $i -lt "$cycles" ]; do
+	i=$((i + 1))
+	sleep 4
+	sends=$(stat_rdma recv)
+	rpc.nfsd 0
+	log "cycle $i: knfsd stopped under load (rdma_stat_recv $sends)"
+	sleep 1
+	rpc.nfsd "${NFSD_THREADS:-8}"
+	echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
+	log "cycle $i: knfsd back: $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+done
+result teardown_cycles "$cycles"
+
+if wait $fio_pid; then
+	t=$(grep '^3;' /tmp/fio.out | tail -n 1)
+	result teardown_fio_write_KiB "$(echo "$t" | cut -d';' -f47)"
+	result teardown_fio_read_KiB "$(echo "$t" | cut -d';' -f6)"
+	pass "fio with crc32c verify survived $cycles server restarts with Sends in flight"
+else
+	cat /tmp/fio.out
+	fail "fio failed across server restarts"
+fi
+result total_rdma_stat_sq_starve "$(stat_rdma sq_starve)"
+trace_stop
+for e in $events; do
+	result "teardown_trace_${e#rpcrdma:}" "$(trace_count "${e#rpcrdma:}")"
+done
+
+umount /mnt/nfs || fail "umount"
+rpc.nfsd 0
+exportfs -ua
+# Give the last transports time to be freed, then the module must go.
+n=0
+until rmmod rpcrdma 2>/dev/null; do
+	n=$((n + 1))
+	if [ $n -ge 20 ]; then
+		fail "rpcrdma still busy 20 s after umount and nfsd stop (refcnt $(cat /sys/module/rpcrdma/refcnt))"
+		break
+	fi
+	sleep 1
+done
+[ $n -lt 20 ] && pass "rpcrdma unloaded after teardown ($n s)"
+result failures $FAILS
+exit $FAILS
