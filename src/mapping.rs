@@ -486,7 +486,6 @@ mod tests {
         assert_eq!(rc, 0);
         assert_eq!(pd.length as usize, total);
         assert_eq!(pd.dest.as_ref().map(|l| l.len()), Some(total));
-        drop(pd);
         let mut wrong = 0usize;
         for (i, b) in dest.iter().take(total).enumerate() {
             wrong += usize::from(*b != pattern(i));
