@@ -96,6 +96,30 @@ do_build() {
 		bad "Send-path symbols: header declares [$(echo $want)], Rust defines [$(echo $(cat "$TOP/build/rust/rust-symbols.txt"))]"
 	fi
 	check_c_sendto_switch
+	do_lint
+}
+
+# Lint: rustfmt with the kernel's config, and a CLIPPY=1 build of the
+# rust flavour with not one warning.
+do_lint() {
+	local ks; ks=$(kernel_src)
+	if rustfmt --edition 2021 --config-path "$ks/.rustfmt.toml" --check \
+		"$TOP"/src/*.rs "$TOP"/src/proto/*.rs >"$LOGS/rustfmt.log" 2>&1; then
+		ok "rustfmt --check (kernel .rustfmt.toml)"
+	else
+		head -n 20 "$LOGS/rustfmt.log"
+		bad "rustfmt --check ($LOGS/rustfmt.log)"
+	fi
+	local log=$LOGS/module-rust-clippy.log
+	# Force the crate to be compiled again, or an unchanged tree says nothing.
+	rm -f "$CACHE"/modbuild/rust-clippy-*/src/svc_rdma_sendto_rs.o
+	if MODULE_MAKE_ARGS="CLIPPY=1" bash "$TOP/scripts/build-module.sh" rust rust-clippy >/dev/null 2>&1 &&
+		! grep -qE '^(warning|error)' "$log"; then
+		ok "clippy: the rust flavour builds with CLIPPY=1 and no warning"
+	else
+		grep -E '^(warning|error)' -A4 "$log" | head -n 30
+		bad "clippy warnings ($log)"
+	fi
 }
 
 # The differential build: RPCRDMA_RUST_LINK_C_SENDTO=y links the C file as
