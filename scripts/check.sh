@@ -203,6 +203,13 @@ do_e2e_flavour() {
 		if ! grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null; then
 			bad "e2e $flavour: no verified bytes for $v"
 		fi
+		local mapped
+		mapped=$(sed -n "s/^${v}_trace_svcrdma_dma_map_page=//p" "$run/summary" 2>/dev/null)
+		if [ "${mapped:-0}" -gt 0 ]; then
+			ok "e2e $flavour $v: inline replies sent as mapped SGEs ($mapped svcrdma_dma_map_page)"
+		else
+			bad "e2e $flavour $v: no reply went out as mapped SGEs (svcrdma_dma_map_page = ${mapped:-none})"
+		fi
 		sends=$(sed -n "s/^${v}_trace_svcrdma_post_send=//p" "$run/summary" 2>/dev/null)
 		if [ "${sends:-0}" -gt 0 ]; then
 			ok "e2e $flavour $v: $sends replies posted by the $flavour Send path (svcrdma_post_send)"

@@ -16,7 +16,12 @@ start_nfsd
 
 dd if=/dev/urandom of=/tmp/data bs=1M count="$mib" status=none
 want=$(sha256sum </tmp/data | cut -d' ' -f1)
-events="rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_pullup rpcrdma:svcrdma_post_write_chunk rpcrdma:svcrdma_post_reply_chunk"
+events="rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_pullup rpcrdma:svcrdma_post_write_chunk rpcrdma:svcrdma_post_reply_chunk rpcrdma:svcrdma_dma_map_page"
+# Small files and a directory whose listing is too big to pull up but fits
+# inline: those replies go out as mapped SGEs (svcrdma_dma_map_page).
+mkdir -p /tmp/small
+head -c 1500 /tmp/data >/tmp/small/f1500
+head -c 3000 /tmp/data >/tmp/small/f3000
 
 for vers in "$@"; do
 	dir=/mnt/nfs$vers
@@ -34,6 +39,9 @@ for vers in "$@"; do
 	trace_start $events
 	t0=$(date +%s%N)
 	cp /tmp/data "$dir/data"
+	cp /tmp/small/f1500 /tmp/small/f3000 "$dir/"
+	mkdir -p "$dir/dir"
+	for i in $(seq 1 40); do : >"$dir/dir/file-with-a-rather-long-name-number-$i"; done
 	sync
 	t1=$(date +%s%N)
 	umount "$dir"
@@ -41,6 +49,17 @@ for vers in "$@"; do
 	t2=$(date +%s%N)
 	have=$(sha256sum <"$dir/data" | cut -d' ' -f1)
 	t3=$(date +%s%N)
+	cmp -s "$dir/f1500" /tmp/small/f1500 && cmp -s "$dir/f3000" /tmp/small/f3000 ||
+		fail "NFSv$vers: small files read back differ"
+	# Direct small READs expect replies that fit inline: the client offers
+	# no Write chunk and the server sends head, page data and tail as SGEs.
+	for sz in 1000 2000; do
+		dd if="$dir/f3000" of=/tmp/small/direct bs=$sz count=1 iflag=direct status=none
+		head -c $sz /tmp/small/f3000 | cmp -s - /tmp/small/direct ||
+			fail "NFSv$vers: direct read of $sz bytes differs"
+	done
+	n=$(ls -l "$dir/dir" | grep -c file-with)
+	[ "$n" = 40 ] || fail "NFSv$vers: directory listing has $n of 40 entries"
 	trace_stop
 	bytes=$((mib * 1024 * 1024))
 	result ${tag}_write_MiBps "$(awk -v b=$bytes -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", b / 1048576 / (t / 1e9) }')"
