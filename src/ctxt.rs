@@ -142,7 +142,7 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
         *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*ctxt).sc_cqe);
         (*wr).sg_list = addr_of_mut!((*ctxt).sc_sges).cast();
         (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int;
-        (*ctxt).sc_cqe.done = Some(crate::sq::svc_rdma_wc_send);
+        (*ctxt).sc_cqe.done = Some(crate::sq::wc_send);
         sys::INIT_LIST_HEAD(addr_of_mut!((*ctxt).sc_write_info_list));
         (*ctxt).sc_xprt_buf = buffer;
         sys::rs_xdr_buf_init(addr_of_mut!((*ctxt).sc_hdrbuf), buffer, rdma.max_req_size());

@@ -4,7 +4,7 @@
 //! `svc_rdma_wake_send_waiters`, `svc_rdma_sq_wait`, `svc_rdma_post_send`,
 //! `svc_rdma_post_send_err` and `svc_rdma_wc_send` of the C file.
 //!
-//! Pinning: a posted chain's Send completion ([`svc_rdma_wc_send`]) uses the
+//! Pinning: a posted chain's Send completion ([`wc_send`]) uses the
 //! transport after `svc_rdma_sendto` has returned. Linux 7.3 takes no
 //! reference for it; the transport stays alive because `svc_rdma_free`
 //! calls `ib_drain_qp` before it tears anything down, and `ib_drain_qp`
@@ -149,7 +149,7 @@ pub(crate) fn post_send_err(
 /// Called by the RDMA core with a polled Send work completion of a
 /// transport's Send CQ (`cq_context` is the transport; the WC's `wr_cqe` is
 /// the `sc_cqe` of a posted send ctxt).
-pub(crate) unsafe extern "C" fn svc_rdma_wc_send(cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+pub(crate) unsafe extern "C" fn wc_send(cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // SAFETY: per the contract; the transport outlives its completions
     // because svc_rdma_free drains the QP first (module docs).
     let rdma = unsafe { Rdma::from_raw(sys::rs_cq_context(cq).cast()) };

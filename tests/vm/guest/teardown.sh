@@ -20,7 +20,7 @@ events="rpcrdma:svcrdma_post_send rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_
 trace_start $events
 runtime=$((cycles * 8 + 8))
 fio --name=teardown --directory=/mnt/nfs --rw=randwrite --bs=64k --size=8m \
-	--direct=1 --ioengine=libaio --iodepth=8 --runtime=$runtime --time_based \
+	--direct=1 --ioengine=libaio --iodepth=16 --runtime=$runtime --time_based \
 	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
 	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
 fio_pid=$!
