@@ -41,7 +41,8 @@ for v in 3:v3 4.1:v41; do
 	echo "  Send tracepoints: post_send $(get ${tag}_trace_svcrdma_post_send)," \
 		"send_pullup $(get ${tag}_trace_svcrdma_send_pullup)," \
 		"post_write_chunk $(get ${tag}_trace_svcrdma_post_write_chunk)," \
-		"post_reply_chunk $(get ${tag}_trace_svcrdma_post_reply_chunk)"
+		"post_reply_chunk $(get ${tag}_trace_svcrdma_post_reply_chunk)," \
+		"dma_map_page $(get ${tag}_trace_svcrdma_dma_map_page)"
 done
 echo "fio, 20 s on NFSv4.1: random 64 KiB writes with crc32c read-back verification:"
 echo "  written $(( $(get fio_write_KiB) / 1024 )) MiB at $(get fio_write_KiBps) KiB/s," \
