@@ -180,17 +180,22 @@ do_kunit() {
 	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
 }
 
+# relay_guest PREFIX RUN: count the guest's PASS/FAIL lines as checks.
+relay_guest() {
+	local prefix=$1 run=$2 line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "$prefix: ${line#PASS: }" ;;
+		FAIL:*) bad "$prefix: ${line#FAIL: } (logs in $run)" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+}
+
 # smoke FLAVOUR: NFSv3 and NFSv4.1 over RDMA in one VM.
 do_e2e_flavour() {
 	local flavour=$1 run rc=0
 	run=$(bash "$TOP/scripts/vm-run.sh" -t 600 -n "smoke-$flavour" smoke "$flavour" 8 0 3 4.1) || rc=$?
-	local line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "e2e $flavour: ${line#PASS: }" ;;
-		FAIL:*) bad "e2e $flavour: ${line#FAIL: } (logs in $run)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	relay_guest "e2e $flavour" "$run"
 	[ -f "$run/summary" ] && sed 's/^/    /' "$run/summary"
 	if [ "$rc" != 0 ]; then
 		bad "e2e $flavour VM run (status $rc, logs in $run)"
@@ -224,7 +229,7 @@ do_e2e_flavour() {
 # whether a stop catches one is timing, so a run that caught none is
 # repeated once before the check fails.
 do_teardown_flavour() {
-	local flavour=$1 attempt run rc line flushed
+	local flavour=$1 attempt run rc flushed
 	for attempt in 1 2; do
 		rc=0
 		run=$(bash "$TOP/scripts/vm-run.sh" -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
@@ -233,12 +238,7 @@ do_teardown_flavour() {
 		[ "$rc" = 0 ] && echo "    teardown $flavour: no Send was in flight at any stop; running again"
 		[ "$rc" = 0 ] || break
 	done
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "teardown $flavour: ${line#PASS: }" ;;
-		FAIL:*) bad "teardown $flavour: ${line#FAIL: } (logs in $run)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	relay_guest "teardown $flavour" "$run"
 	[ -f "$run/summary" ] && grep -E 'trace|cycles' "$run/summary" | sed 's/^/    /'
 	[ "$rc" = 0 ] || bad "teardown $flavour VM run (status $rc, logs in $run)"
 	if [ "${flushed:-0}" -gt 0 ]; then

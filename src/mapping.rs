@@ -451,6 +451,13 @@ mod tests {
         }
     }
 
+    /// `n` zero bytes to linearize into.
+    fn zeroed(n: usize) -> Result<KVec<u8>> {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        v.resize(n, 0, GFP_KERNEL)?;
+        Ok(v)
+    }
+
     #[test]
     fn count_sges_head_pages_tail() -> Result {
         let r = Reply::new()?;
@@ -472,10 +479,7 @@ mod tests {
     fn linearize_copies_in_order() -> Result {
         let r = Reply::new()?;
         let total = HEAD + PLEN as usize + TAIL;
-        let mut dest = KVec::new();
-        for _ in 0..total + 16 {
-            dest.push(0u8, GFP_KERNEL)?;
-        }
+        let mut dest = zeroed(total + 16)?;
         let mut pd = PullupData {
             length: 0,
             num_sges: 0,
@@ -499,10 +503,7 @@ mod tests {
     #[test]
     fn linearize_refuses_to_overflow() -> Result {
         let r = Reply::new()?;
-        let mut dest = KVec::new();
-        for _ in 0..HEAD + 100 {
-            dest.push(0u8, GFP_KERNEL)?;
-        }
+        let mut dest = zeroed(HEAD + 100)?;
         let mut pd = PullupData {
             length: 0,
             num_sges: 0,
