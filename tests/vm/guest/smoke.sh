@@ -88,6 +88,7 @@ for vers in "$@"; do
 		if fio --name=demo --directory="$dir" --rw=randwrite --bs=64k --size=16m \
 			--direct=1 --ioengine=libaio --iodepth=8 --runtime="$FIO_SECONDS" --time_based \
 			--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+			--serialize_overlap=1 --verify_state_save=0 \
 			--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1; then
 			# terse v3: 6 read KiB, 7 read KiB/s, 47 write KiB, 48 write KiB/s
 			t=$(grep '^3;' /tmp/fio.out | tail -n 1)

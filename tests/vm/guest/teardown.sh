@@ -22,6 +22,7 @@ runtime=$((cycles * 8 + 8))
 fio --name=teardown --directory=/mnt/nfs --rw=randwrite --bs=64k --size=8m \
 	--direct=1 --ioengine=libaio --iodepth=16 --runtime=$runtime --time_based \
 	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
+	--serialize_overlap=1 --verify_state_save=0 \
 	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
 fio_pid=$!
 
