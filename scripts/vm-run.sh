@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] SCRIPT [ARG...]
+# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -10,16 +10,22 @@
 # at $CACHE/runs/NAME-<time> and printed. The serial console goes to
 # console.log there. A guest that does not finish within TIMEOUT seconds is
 # killed and the run fails, naming its log.
+#
+# The guest's one NIC is on a QEMU hub with no other port unless NETDEV
+# says otherwise (e.g. "socket,listen=127.0.0.1:PORT" and
+# "socket,connect=127.0.0.1:PORT" join two VMs, see vm-pair.sh).
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=600 NAME= MEM=2048 SMP=2
-while getopts t:n:m: o; do
+TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01
+while getopts t:n:m:N:M: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
 	m) MEM=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] SCRIPT [ARG...]" ;;
+	N) NETDEV=$OPTARG ;;
+	M) MAC=$OPTARG ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -56,9 +62,9 @@ fs() { # id path [ro]
 	echo "-device virtio-9p-pci,fsdev=$1,mount_tag=$1"
 }
 
-# A virtio NIC on a QEMU hub with no other port: soft-RoCE gets a real
-# Ethernet device, and no frame ever leaves the VM.
-NET="-netdev hubport,id=n0,hubid=0 -device virtio-net-pci,netdev=n0,mac=52:54:00:12:34:01"
+# A virtio NIC, by default on a QEMU hub with no other port: soft-RoCE gets
+# a real Ethernet device, and no frame ever leaves the VM.
+NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC"
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose

@@ -43,8 +43,9 @@ load_rpcrdma() {
 	fi
 }
 
+# setup_rxe [IP]: soft-RoCE on eth0, addressed IP (default: the server's).
 setup_rxe() {
-	ip addr add $SERVER_IP/24 dev eth0
+	ip addr add "${1:-$SERVER_IP}"/24 dev eth0
 	ip link set eth0 up
 	rdma link add rxe0 type rxe netdev eth0
 	rdma link show | grep -q rxe0 || { fail "rxe0 did not come up"; return 1; }
