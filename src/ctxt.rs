@@ -154,6 +154,7 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
             sge.lkey = rdma.local_dma_lkey();
         }
     }
+    crate::stats::add(&crate::stats::CTXTS_LIVE, 1);
     // SAFETY: fully initialised and owned by us.
     unsafe { SendCtxt::from_raw(ctxt) }
 }
@@ -174,6 +175,7 @@ unsafe fn send_ctxt_free(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
         sys::kfree((*ctxt).sc_pages.cast());
         sys::kfree(ctxt.cast());
     }
+    crate::stats::add(&crate::stats::CTXTS_LIVE, -1);
 }
 
 /// The ctxt whose `sc_node` is `node`.
@@ -281,6 +283,7 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
             sys::rs_trace_dma_unmap_page(addr_of_mut!((*ctxt).sc_cid), sge.addr, sge.length);
             sys::rs_ib_dma_unmap_page(rdma.device(), sge.addr, sge.length as usize);
         }
+        crate::stats::add(&crate::stats::SGES_MAPPED, -1);
     }
 }
 
@@ -296,6 +299,7 @@ unsafe fn send_ctxt_release(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
         send_ctxt_unmap(rdma, ctxt);
         if (*ctxt).sc_page_count > 0 {
             sys::rs_release_pages((*ctxt).sc_pages, (*ctxt).sc_page_count);
+            crate::stats::add(&crate::stats::PAGES_HELD, -i64::from((*ctxt).sc_page_count));
         }
         sys::rs_llist_add(
             addr_of_mut!((*ctxt).sc_node),

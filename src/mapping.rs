@@ -114,6 +114,7 @@ fn page_dma_map(
     // Counted only once mapped: unmap undoes exactly these.
     // SAFETY: the ctxt is ours.
     unsafe { (*ctxt).sc_send_wr.num_sge += 1 };
+    crate::stats::add(&crate::stats::SGES_MAPPED, 1);
     Ok(())
 }
 

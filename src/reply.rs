@@ -130,6 +130,7 @@ unsafe fn save_io_pages(rqstp: *mut sys::svc_rqst, ctxt: *mut sys::svc_rdma_send
             *respages.add(i) = core::ptr::null_mut();
         }
         (*ctxt).sc_page_count += n as i32;
+        crate::stats::add(&crate::stats::PAGES_HELD, n as i64);
     }
 }
 

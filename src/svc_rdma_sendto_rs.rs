@@ -28,6 +28,7 @@ mod reply;
 mod reply_kunit;
 mod sq;
 mod sq_kunit;
+mod stats;
 mod sys;
 mod xprt;
 

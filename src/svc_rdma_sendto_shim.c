@@ -2,6 +2,7 @@
 /*
  * C shim of the Rust Send path, see svc_rdma_sendto_shim.h.
  */
+#include <linux/moduleparam.h>
 #include <linux/stddef.h>
 #include <linux/build_bug.h>
 #include <linux/slab.h>
@@ -58,6 +59,27 @@ const struct rs_layout_entry rs_layout_table[] = {
 #include "bindings/layout_fields.h"
 };
 const unsigned int rs_layout_table_len = ARRAY_SIZE(rs_layout_table);
+
+/*
+ * The Send path's leak counters, read-only under
+ * /sys/module/rpcrdma/parameters/: parameters need no module init hook,
+ * which the Rust crate does not have, and vanish with the module.
+ */
+static int rs_stat_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%lld\n", rs_stat_read((int)(long)kp->arg));
+}
+
+static const struct kernel_param_ops rs_stat_ops = {
+	.get = rs_stat_get,
+};
+
+module_param_cb(send_ctxts_live, &rs_stat_ops, (void *)0, 0444);
+MODULE_PARM_DESC(send_ctxts_live, "Send contexts allocated and not freed (read-only)");
+module_param_cb(send_pages_held, &rs_stat_ops, (void *)1, 0444);
+MODULE_PARM_DESC(send_pages_held, "Reply pages held by send contexts (read-only)");
+module_param_cb(send_sges_mapped, &rs_stat_ops, (void *)2, 0444);
+MODULE_PARM_DESC(send_sges_mapped, "Payload SGEs DMA-mapped and not unmapped (read-only)");
 
 /* Statically initialised: the Rust crate has no module init of its own. */
 LLIST_HEAD(rs_orphans);

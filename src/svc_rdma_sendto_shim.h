@@ -48,6 +48,9 @@ extern const unsigned int rs_layout_table_len;
 extern struct llist_head rs_orphans;
 extern spinlock_t rs_orphans_lock;
 
+/* Leak accounting kept by the Rust crate (stats.rs) */
+s64 rs_stat_read(int which);
+
 /* Transport state */
 struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma);
 void *rs_cq_context(const struct ib_cq *cq);

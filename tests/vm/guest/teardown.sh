@@ -50,6 +50,9 @@ else
 	fail "fio failed across server restarts"
 fi
 result total_rdma_stat_sq_starve "$(stat_rdma sq_starve)"
+P=/sys/module/rpcrdma/parameters
+counters() { [ -f $P/send_ctxts_live ] && echo "$(cat $P/send_ctxts_live) $(cat $P/send_pages_held) $(cat $P/send_sges_mapped)"; }
+result leak_counters_before_umount "$(counters || echo n/a)"
 trace_stop
 for e in $events; do
 	result "teardown_trace_${e#rpcrdma:}" "$(trace_count "${e#rpcrdma:}")"
@@ -58,6 +61,18 @@ done
 umount /mnt/nfs || fail "umount"
 rpc.nfsd 0
 exportfs -ua
+# With every transport gone, the Send path must hold nothing (the rust
+# flavour counts; the C file has no counters).
+if [ -f $P/send_ctxts_live ]; then
+	n=0
+	while [ "$(counters)" != "0 0 0" ] && [ $n -lt 20 ]; do sleep 1; n=$((n + 1)); done
+	result leak_counters_after "$(counters)"
+	if [ "$(counters)" = "0 0 0" ]; then
+		pass "no send ctxt, reply page or payload DMA mapping left after teardown"
+	else
+		fail "Send path still holds ctxts/pages/mappings after teardown: $(counters)"
+	fi
+fi
 # Give the last transports time to be freed, then the module must go.
 n=0
 until rmmod rpcrdma 2>/dev/null; do

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Leak accounting of the Send path: send ctxts allocated and not yet
+//! freed, reply pages held by ctxts, and payload DMA mappings not yet
+//! undone. All three must be back to 0 once every RDMA transport is gone;
+//! the teardown test checks it. Read through read-only module parameters
+//! (the C shim), since the C side of rpcrdma owns module init:
+//! `/sys/module/rpcrdma/parameters/{send_ctxts_live,send_pages_held,send_sges_mapped}`.
+
+use kernel::ffi::c_int;
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+/// Send ctxts allocated and not freed.
+pub(crate) static CTXTS_LIVE: Atomic<i64> = Atomic::new(0);
+/// Reply pages moved into send ctxts and not released.
+pub(crate) static PAGES_HELD: Atomic<i64> = Atomic::new(0);
+/// Payload SGEs DMA-mapped and not unmapped.
+pub(crate) static SGES_MAPPED: Atomic<i64> = Atomic::new(0);
+
+/// Adds `n` (which may be negative) to a counter.
+pub(crate) fn add(counter: &Atomic<i64>, n: i64) {
+    counter.add(n, Relaxed);
+}
+
+/// The counter numbered `which` (0, 1, 2 as above), for the shim's module
+/// parameters; -1 for an unknown number.
+#[no_mangle]
+pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
+    match which {
+        0 => CTXTS_LIVE.load(Relaxed),
+        1 => PAGES_HELD.load(Relaxed),
+        2 => SGES_MAPPED.load(Relaxed),
+        _ => -1,
+    }
+}
