@@ -309,3 +309,20 @@ pub unsafe extern "C" fn svc_rdma_sendto(rqstp: *mut sys::svc_rqst) -> c_int {
     unsafe { crate::reply::sendto(rqstp) }
 }
 same_signature!(svc_rdma_sendto);
+
+/// rs_stat_read - read a Send-path leak counter (for the C shim)
+/// @which: 0 live send ctxts, 1 reply pages held, 2 payload SGEs mapped
+///
+/// Returns the counter, or -1 for an unknown @which.
+#[no_mangle]
+pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
+    use crate::stats::{CTXTS_LIVE, PAGES_HELD, SGES_MAPPED};
+    use kernel::sync::atomic::Relaxed;
+    match which {
+        0 => CTXTS_LIVE.load(Relaxed),
+        1 => PAGES_HELD.load(Relaxed),
+        2 => SGES_MAPPED.load(Relaxed),
+        _ => -1,
+    }
+}
+same_signature!(rs_stat_read);

@@ -7,7 +7,6 @@
 //! (the C shim), since the C side of rpcrdma owns module init:
 //! `/sys/module/rpcrdma/parameters/{send_ctxts_live,send_pages_held,send_sges_mapped}`.
 
-use kernel::ffi::c_int;
 use kernel::sync::atomic::{Atomic, Relaxed};
 
 /// Send ctxts allocated and not freed.
@@ -20,16 +19,4 @@ pub(crate) static SGES_MAPPED: Atomic<i64> = Atomic::new(0);
 /// Adds `n` (which may be negative) to a counter.
 pub(crate) fn add(counter: &Atomic<i64>, n: i64) {
     counter.add(n, Relaxed);
-}
-
-/// The counter numbered `which` (0, 1, 2 as above), for the shim's module
-/// parameters; -1 for an unknown number.
-#[no_mangle]
-pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
-    match which {
-        0 => CTXTS_LIVE.load(Relaxed),
-        1 => PAGES_HELD.load(Relaxed),
-        2 => SGES_MAPPED.load(Relaxed),
-        _ => -1,
-    }
 }
