@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e pair clean cache-clean help
+	host-test kunit e2e pair bench clean cache-clean help
 
 all: modules
 
@@ -57,6 +57,10 @@ e2e:
 pair: modules rootfs
 	@scripts/vm-pair.sh c
 	@scripts/vm-pair.sh rust
+
+# A/B benchmark of the two flavours (about 15 minutes under TCG).
+bench:
+	@scripts/bench.sh
 
 clean:
 	rm -rf build tests/host/target
