@@ -30,9 +30,28 @@ def mean_ci(xs):
     return m, t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
 
 
+def perftest_ceiling(run):
+    """MB/s of ib_write_bw and ib_send_bw on the bench's rxe device. Under
+    TCG perftest's own bandwidth columns read 0 (its cycle-counter clock is
+    not usable there), so bandwidth is computed from the bytes and
+    iterations it reports over the run's duration (SECONDS, from args)."""
+    args = (run / "args").read_text().split()
+    secs = float(args[1]) if len(args) > 1 else float("nan")
+    out = {}
+    for t in ("write", "send"):
+        f = run / f"perftest-{t}.txt"
+        if not f.exists():
+            continue
+        for line in f.read_text().splitlines():
+            w = line.split()
+            if len(w) >= 2 and w[0].isdigit() and w[1].isdigit():
+                out[f"ib_{t}_bw"] = round(int(w[0]) * int(w[1]) / secs / 1e6, 2)
+    return out
+
+
 def main(run):
     rows = [json.loads(line) for line in (run / "bench.jsonl").read_text().splitlines() if line]
-    ceiling = {r["job"]: r["value"] for r in rows if r["flavour"] == "ceiling"}
+    ceiling = perftest_ceiling(run)
     by = defaultdict(dict)  # (job) -> {(round, flavour): row}
     for r in rows:
         if r["flavour"] in ("c", "rust") and r["value"] is not None:
