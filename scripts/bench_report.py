@@ -83,10 +83,11 @@ def main(run):
             "rust_fraction_of_ib_write_bw": frac,
         })
     out = {"ceiling_MBps": ceiling, "jobs": results,
-           "topology": "one VM (client and server share 2 vCPUs), soft-RoCE, NFSv3"}
+           "topology": "one VM (client and server share 2 vCPUs), soft-RoCE, NFSv3",
+           "cpu_note": "busy CPU time of the whole VM (client and server) per operation"}
     (run / "results.json").write_text(json.dumps(out, indent=2) + "\n")
 
-    lines = ["| job | unit | C | Rust | Rust/C | 95% CI | CPU ms/op C | CPU ms/op Rust |",
+    lines = ["| job | unit | C | Rust | Rust/C | 95% CI | VM CPU ms/op C | VM CPU ms/op Rust |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
         lo, hi = r["ratio_ci95"]
