@@ -91,33 +91,7 @@ pub(crate) fn check_pull_up(
     Ok(Inline::PullUp)
 }
 
-/// Appends byte slices to a fixed destination: the linearizer's copy, with
-/// the bounds check C does not have. Overflow is [`Error::MsgSize`] and
-/// copies nothing.
-pub(crate) struct Linearizer<'a> {
-    dest: &'a mut [u8],
-    len: usize,
-}
-
-impl<'a> Linearizer<'a> {
-    /// A linearizer filling `dest` from its start.
-    pub(crate) fn new(dest: &'a mut [u8]) -> Self {
-        Self { dest, len: 0 }
-    }
-
-    /// Bytes copied so far.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Copies `src` behind what was copied before.
-    pub(crate) fn append(&mut self, src: &[u8]) -> Result<(), Error> {
-        let end = self.len.checked_add(src.len()).ok_or(Error::MsgSize)?;
-        self.dest
-            .get_mut(self.len..end)
-            .ok_or(Error::MsgSize)?
-            .copy_from_slice(src);
-        self.len = end;
-        Ok(())
-    }
-}
+/// The linearizer's destination: copies go behind what was copied before,
+/// with the bounds check C does not have; overflow is [`Error::MsgSize`]
+/// and copies nothing. The same bounded writer as the header encoders'.
+pub(crate) use super::xdr::XdrWriter as Linearizer;

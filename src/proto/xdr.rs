@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A bounded XDR writer over a byte buffer: the transport header is built
-//! in `sc_xprt_buf`, whose size is fixed (`sc_max_req_size`), so every
+//! A bounded writer over a byte buffer: the transport header is built in
+//! `sc_xprt_buf`, whose size is fixed (`sc_max_req_size`), so every
 //! reservation can fail with [`Error::MsgSize`], as `xdr_reserve_space`
-//! does in C. Nothing is written by a reservation that fails.
+//! does in C; a pulled-up reply is copied behind the header the same way.
+//! Nothing is written by a reservation that fails.
 
 use super::Error;
 
@@ -35,6 +36,12 @@ impl<'a> XdrWriter<'a> {
         let out = self.buf.get_mut(self.len..end).ok_or(Error::MsgSize)?;
         self.len = end;
         Ok(out)
+    }
+
+    /// Appends raw bytes (the pull-up copy).
+    pub(crate) fn append(&mut self, src: &[u8]) -> Result<(), Error> {
+        self.reserve(src.len())?.copy_from_slice(src);
+        Ok(())
     }
 
     /// Appends one 32-bit word.
