@@ -55,8 +55,7 @@ e2e:
 # Two VMs (server, client) on a QEMU socket network, RoCEv2 captured and
 # decoded with Wireshark's RPC-over-RDMA dissector; both flavours.
 pair: modules rootfs
-	@scripts/vm-pair.sh c
-	@scripts/vm-pair.sh rust
+	@scripts/pair-compare.sh
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:
