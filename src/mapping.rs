@@ -392,7 +392,8 @@ mod tests {
     struct Reply {
         head: KVec<u8>,
         tail: KVec<u8>,
-        pages: [Page; 2],
+        /// Owns the pages `page_ptrs` points to.
+        _pages: [Page; 2],
         page_ptrs: [*mut sys::page; 2],
         xdr: sys::xdr_buf,
     }
@@ -428,7 +429,7 @@ mod tests {
                 Self {
                     head,
                     tail,
-                    pages,
+                    _pages: pages,
                     page_ptrs,
                     xdr: sys::xdr_buf::default(),
                 },
@@ -443,7 +444,6 @@ mod tests {
             r_mut.xdr.page_base = BASE;
             r_mut.xdr.page_len = PLEN;
             r_mut.xdr.len = (HEAD + PLEN as usize + TAIL) as u32;
-            let _ = &r_mut.pages;
             Ok(r)
         }
 

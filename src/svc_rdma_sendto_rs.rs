@@ -19,9 +19,6 @@ mod fakes;
 mod layout;
 mod mapping;
 mod pcl;
-// The Send path entry points that call into the core are being moved over
-// from C (issue 3); until then only the KUnit suites use it.
-#[allow(dead_code)]
 pub(crate) mod proto;
 mod proto_kunit;
 mod reply;

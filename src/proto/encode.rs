@@ -84,6 +84,8 @@ pub(crate) type SegmentTrace<'t> = &'t mut dyn FnMut(u32, &Segment, u32);
 /// `svc_rdma_encode_write_chunk`: "present", the segment count, then every
 /// segment. Segments after the payload ran out are still sent, with length
 /// 0: the client counts on the segment count it offered.
+// The untraced form is for the vectors (KUnit, host tests) only.
+#[allow(dead_code)]
 pub(crate) fn encode_write_chunk(
     w: &mut XdrWriter<'_>,
     chunk: &WriteChunk<'_>,
@@ -113,6 +115,8 @@ pub(crate) fn encode_write_chunk_traced(
 
 /// `svc_rdma_encode_write_list`: every Write chunk of the Call in Call
 /// order, used or not, then the list terminator.
+// The untraced form is for the vectors (KUnit, host tests) only.
+#[allow(dead_code)]
 pub(crate) fn encode_write_list<'a>(
     w: &mut XdrWriter<'_>,
     chunks: impl IntoIterator<Item = WriteChunk<'a>>,
@@ -139,6 +143,8 @@ pub(crate) fn encode_write_list_traced<'a>(
 ///
 /// A reply longer than the chunk is [`Error::TooBig`], with nothing written
 /// and the chunk untouched, so the caller can answer ERR_CHUNK.
+// The untraced form is for the vectors (KUnit, host tests) only.
+#[allow(dead_code)]
 pub(crate) fn encode_reply_chunk(
     w: &mut XdrWriter<'_>,
     reply: Option<ReplyChunk<'_>>,

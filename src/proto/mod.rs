@@ -40,10 +40,6 @@ pub(crate) enum ErrCode {
 pub(crate) const FIXED_HDR_LEN: usize = 16;
 /// Bytes of one encoded RDMA segment: handle, length, 64-bit offset.
 pub(crate) const SEGMENT_LEN: usize = 16;
-/// The smallest RDMA_MSG/RDMA_NOMSG header (`RPCRDMA_HDRLEN_MIN`).
-pub(crate) const HDRLEN_MIN: usize = 28;
-/// The smallest RDMA_ERROR header (`RPCRDMA_HDRLEN_ERR`).
-pub(crate) const HDRLEN_ERR: usize = 20;
 
 /// Why a Send-path operation failed. Each maps to exactly one errno, the one
 /// the C implementation returns in the same situation.
