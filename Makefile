@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e pair bench clean cache-clean help
+	host-test kunit e2e conformance pair bench clean cache-clean help
 
 all: modules
 
@@ -20,7 +20,7 @@ help:
 	@echo "make check    all tests; ends with 'N passed, N failed'"
 	@echo "make modules  build/{c,rust}/rpcrdma.ko (KDIR=, KSRC= for your own kernel tree)"
 	@echo "make host-test | kunit | e2e   one test phase"
-	@echo "make pair     two-VM server/client run with a wire capture decoded by tshark"
+	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
 
 demo:
@@ -52,10 +52,13 @@ kunit:
 e2e:
 	@scripts/check.sh e2e
 
-# Two VMs (server, client) on a QEMU socket network, RoCEv2 captured and
-# decoded with Wireshark's RPC-over-RDMA dissector; both flavours.
-pair: modules rootfs
-	@scripts/pair-compare.sh
+# Two VMs (server, client) on a QEMU socket network drive every Send-path
+# branch; RoCEv2 captured and checked with Wireshark's RPC-over-RDMA
+# dissector; both flavours compared. Part of `make check`.
+conformance:
+	@scripts/check.sh conformance
+
+pair: conformance
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:

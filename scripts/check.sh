@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance]: the test suite behind `make check`.
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
@@ -59,6 +59,16 @@ do_host() {
 	fi
 	PASSED=$((PASSED + passed)) FAILED=$((FAILED + failed))
 	echo "    host: $passed passed, $failed failed (log $log)"
+	# The conformance suite's wire checker, tested on rows that break each rule.
+	local t
+	for t in "$TOP"/tests/host/py/test_*.py; do
+		if python3 "$t" >"$LOGS/$(basename "$t" .py).log" 2>&1; then
+			ok "$(basename "$t"): $(grep -E '^Ran [0-9]+ tests' "$LOGS/$(basename "$t" .py).log")"
+		else
+			tail -n 20 "$LOGS/$(basename "$t" .py).log"
+			bad "$(basename "$t") ($LOGS/$(basename "$t" .py).log)"
+		fi
+	done
 }
 
 do_build() {
@@ -255,6 +265,21 @@ do_e2e() {
 	do_teardown_flavour rust
 }
 
+# The two-VM conformance suite (scripts/conformance.sh), both flavours;
+# its PASS/FAIL lines count as checks here.
+do_conformance() {
+	local line rc=0
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "${line#PASS: }" ;;
+		FAIL:*) bad "${line#FAIL: }" ;;
+		*) echo "$line" ;;
+		esac
+	done < <(bash "$TOP/scripts/conformance.sh" c rust 2>&1; echo "rc=$?" >"$LOGS/conformance.rc")
+	grep -q '^rc=0$' "$LOGS/conformance.rc" || rc=1
+	return $rc
+}
+
 case $WHAT in
 all)
 	phase setup do_setup || { summary; exit 1; }
@@ -262,12 +287,14 @@ all)
 	if phase build do_build; then
 		phase kunit do_kunit || true
 		phase e2e do_e2e || true
+		phase conformance do_conformance || true
 	fi
 	;;
 host) phase host-tests do_host || true ;;
 build) phase setup do_setup && phase build do_build || true ;;
 kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
 e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e]" ;;
+conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance]" ;;
 esac
 summary

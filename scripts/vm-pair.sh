@@ -1,27 +1,38 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh FLAVOUR [MiB]: two VMs, as on a real fabric: a server serving
-# NFS over soft-RoCE with our rpcrdma.ko (FLAVOUR) and capturing the RoCEv2
-# traffic, and a client, joined by a QEMU socket network on the host's
-# loopback (nothing else is reachable from either). Prints both run dirs
-# and exits non-zero if either guest failed.
+# vm-pair.sh [-t TIMEOUT] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+#
+# Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
+# FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
+# runs CLIENT_SCRIPT.sh 10.11.0.2 CLIENT_ARG... with the kernel's own rpcrdma.
+# They are joined by a QEMU socket network on the host's loopback (nothing
+# else is reachable from either). Prints "SERVER_RUN CLIENT_RUN" and exits
+# non-zero if either guest failed.
 
 . "$(dirname "$0")/lib.sh"
 
-FLAVOUR=${1:?usage: vm-pair.sh c|rust [MiB]}
-MIB=${2:-8}
+TIMEOUT=900
+while getopts t: o; do
+	case $o in
+	t) TIMEOUT=$OPTARG ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	esac
+done
+shift $((OPTIND - 1))
+SERVER_SCRIPT=${1:?server script} CLIENT_SCRIPT=${2:?client script} FLAVOUR=${3:?flavour}
+shift 3
 PORT=$((20000 + RANDOM % 20000))
 VMRUN=$TOP/scripts/vm-run.sh
 out=$(mktemp -d)
 
-bash "$VMRUN" -t 700 -n "pair-server-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
-	-M 52:54:00:12:34:01 pair-server "$FLAVOUR" >"$out/server" &
+bash "$VMRUN" -t "$TIMEOUT" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 server=$!
 sleep 3
 rc_client=0
-bash "$VMRUN" -t 650 -n "pair-client-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
-	-M 52:54:00:12:34:02 pair-client 10.11.0.2 "$MIB" >"$out/client" || rc_client=$?
+bash "$VMRUN" -t $((TIMEOUT - 30)) -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" || rc_client=$?
 rc_server=0
 wait $server || rc_server=$?
 echo "$(tail -n 1 "$out/server") $(tail -n 1 "$out/client")"

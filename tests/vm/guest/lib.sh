@@ -69,13 +69,13 @@ start_nfsd() {
 	log "knfsd listening on: $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
 }
 
-# mount_rdma VERS DIR: the guest's own export over RDMA.
+# mount_rdma VERS DIR: the server's export over RDMA, with $MOUNT_OPTS added.
 mount_rdma() {
 	vers=$1 dir=$2
 	mkdir -p "$dir"
 	case $vers in
-	3) mount -t nfs -o rdma,port=$RDMA_PORT,vers=3,nolock $SERVER_IP:$EXPORT "$dir" ;;
-	*) mount -t nfs -o rdma,port=$RDMA_PORT,vers="$vers" $SERVER_IP:/ "$dir" ;;
+	3) mount -t nfs -o rdma,port=$RDMA_PORT,vers=3,nolock${MOUNT_OPTS:+,$MOUNT_OPTS} $SERVER_IP:$EXPORT "$dir" ;;
+	*) mount -t nfs -o rdma,port=$RDMA_PORT,vers="$vers"${MOUNT_OPTS:+,$MOUNT_OPTS} $SERVER_IP:/ "$dir" ;;
 	esac
 }
 

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# conformance.sh [FLAVOUR...]: the end-to-end conformance suite (default:
+# c and rust). For each flavour, a server VM with that rpcrdma.ko and a
+# client VM with the kernel's own NFS client, joined by a QEMU socket
+# network (scripts/vm-pair.sh), run the phases of conf-client.sh. Then, on
+# the host:
+#   - each phase's Send-path branch ran (its tracepoint count is > 0), and
+#     no Send error or trace overrun occurred;
+#   - every read gave the bytes the server's fixtures say it must;
+#   - every server reply in the capture passes wirecheck.py (tshark);
+#   - the flavours agree: identical client results, and for each Call
+#     shape seen by both, the same reply header shapes.
+# Prints PASS:/FAIL: lines naming phase, flavour and evidence, a table of
+# branch counts per phase and flavour, and exits non-zero on any failure.
+
+. "$(dirname "$0")/lib.sh"
+
+FLAVOURS=("$@")
+[ ${#FLAVOURS[@]} -gt 0 ] || FLAVOURS=(c rust)
+FIO_SECONDS=${CONF_FIO_SECONDS:-20}
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+declare -A SRV CLI
+
+# value RUN KEY: a value from a server run's summary (empty if absent).
+value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
+
+# The branch each phase exists to drive: "phase-prefix tracepoint what".
+BRANCHES=(
+	"pullup- svcrdma_send_pullup inline replies pulled up into the Send buffer"
+	"mapped- svcrdma_dma_map_page inline replies sent as mapped SGEs"
+	"wchunk- svcrdma_post_write_chunk READ payloads through Write chunks"
+	"readdir- svcrdma_post_reply_chunk READDIR replies through the Reply chunk"
+	"acl- svcrdma_post_reply_chunk ACL replies through the Reply chunk"
+	"xattr- svcrdma_post_reply_chunk xattr replies through the Reply chunk"
+	"write-mixed svcrdma_post_send replies to WRITE and mixed load"
+)
+ZERO_EVENTS="svcrdma_send_err svcrdma_wc_send_err svcrdma_err_chunk svcrdma_err_vers svcrdma_sq_post_err trace_overrun"
+
+check_flavour() {
+	local f=$1 s=${SRV[$1]} c=${CLI[$1]} line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) pass "conformance $f: ${line#PASS: }" ;;
+		FAIL:*) fail "conformance $f: ${line#FAIL: } (logs: $s/guest.log $c/guest.log)" ;;
+		esac
+	done < <(cat "$s/guest.log" "$c/guest.log" 2>/dev/null | grep -E '^(PASS|FAIL): ')
+
+	local phases
+	phases=$(cut -d, -f1 "$s/phases.csv" 2>/dev/null)
+	[ -n "$phases" ] || { fail "conformance $f: no phase was run ($s/phases.csv)"; return; }
+	local b prefix ev what p n
+	for b in "${BRANCHES[@]}"; do
+		read -r prefix ev what <<<"$b"
+		for p in $(grep "^$prefix" <<<"$phases"); do
+			n=$(value "$s" "$p.$ev")
+			if [ "${n:-0}" -gt 0 ]; then
+				pass "conformance $f $p: $what ($n $ev)"
+			else
+				fail "conformance $f $p: $what: $ev = ${n:-missing} ($s/summary)"
+			fi
+		done
+	done
+	for p in $phases; do
+		n=$(value "$s" "$p.svcrdma_post_send")
+		[ "${n:-0}" -gt 0 ] || fail "conformance $f $p: no reply was posted (svcrdma_post_send = ${n:-missing})"
+		for ev in $ZERO_EVENTS; do
+			n=$(value "$s" "$p.$ev")
+			[ "${n:-0}" = 0 ] || fail "conformance $f $p: $ev = $n, expected 0 ($s/summary)"
+		done
+	done
+
+	# Data: every client result against the server's generated truth.
+	local out
+	if out=$(python3 "$TOP/tests/vm/guest/conformance.py" check "$s/expected.txt" "$c/results.txt" 2>&1); then
+		pass "conformance $f: data verified, $(tail -n 1 <<<"$out")"
+	else
+		fail "conformance $f: data: $(grep -m3 mismatch <<<"$out" | tr '\n' ' ')$(tail -n 1 <<<"$out") ($c/results.txt, $s/expected.txt)"
+	fi
+
+	# Wire: the capture, decoded by tshark and checked by wirecheck.py.
+	local replies viol malformed cmal errs
+	replies=$(value "$s" wire_server_replies) viol=$(value "$s" wire_violations)
+	malformed=$(value "$s" wire_malformed) cmal=$(value "$s" wire_client_malformed)
+	errs=$(value "$s" wire_server_replies_error)
+	if [ "${replies:-0}" -gt 0 ] && [ "$viol" = 0 ] && [ "$malformed" = 0 ] && [ "$cmal" = 0 ] && [ "$errs" = 0 ]; then
+		pass "conformance $f wire: $replies replies decoded by tshark's rpcordma dissector, each echoes its Call's chunks;" \
+			"$(value "$s" wire_server_replies_nomsg) RDMA_NOMSG, $(value "$s" wire_server_replies_write_chunk_used) with a Write chunk used, 0 malformed"
+	else
+		fail "conformance $f wire: replies=${replies:-none} violations=${viol:-?} malformed=${malformed:-?}" \
+			"client_malformed=${cmal:-?} rdma_error=${errs:-?} ($s/wire-errors.txt, capture $s/roce.pcapng)"
+		head -n 5 "$s/wire-errors.txt" 2>/dev/null | sed 's/^/    /'
+	fi
+}
+
+# The C and Rust flavours give the same client-visible results and the
+# same reply header shapes for the same Call shapes.
+compare_flavours() {
+	local a=$1 b=$2
+	if cmp -s <(sort "${CLI[$a]}/results.txt") <(sort "${CLI[$b]}/results.txt") &&
+		[ -s "${CLI[$a]}/results.txt" ]; then
+		pass "conformance $a vs $b: identical client results ($(wc -l <"${CLI[$a]}/results.txt") file contents, listings, links, xattrs, ACLs)"
+	else
+		fail "conformance $a vs $b: client results differ:" \
+			"$(diff <(sort "${CLI[$a]}/results.txt") <(sort "${CLI[$b]}/results.txt") | grep -c '^[<>]') lines" \
+			"(${CLI[$a]}/results.txt ${CLI[$b]}/results.txt)"
+	fi
+	local out
+	if out=$(python3 - "${SRV[$a]}/wire-shapes.csv" "${SRV[$b]}/wire-shapes.csv" "$a" "$b" <<'EOF'
+import collections, csv, sys
+def load(p):
+    shapes, exact = collections.defaultdict(set), collections.defaultdict(set)
+    with open(p) as f:
+        for r in csv.DictReader(f):
+            key = (r["phase"], r["call"])
+            shapes[key].add(r["reply"])
+            exact[key].update(r["exact_replies"].split(" "))
+    return shapes, exact
+(sa, ea), (sb, eb) = load(sys.argv[1]), load(sys.argv[2])
+common = sorted(set(sa) & set(sb))
+bad = [k for k in common if sa[k] != sb[k]]
+for k in bad[:5]:
+    print(f"  {k[0]} {k[1]}: {sys.argv[3]} {sorted(sa[k])} vs {sys.argv[4]} {sorted(sb[k])}")
+inexact = sum(1 for k in common if ea[k] != eb[k])
+only = len(set(sa) ^ set(sb))
+print(f"{len(common)} Call shapes seen by both, {len(bad)} with different reply shapes; "
+      f"{inexact} with different used lengths; {only} seen by one flavour only")
+sys.exit(1 if bad or not common else 0)
+EOF
+	); then
+		pass "conformance $a vs $b wire: same reply header shapes, $(tail -n 1 <<<"$out")"
+	else
+		fail "conformance $a vs $b wire: reply header shapes differ: $(tail -n 1 <<<"$out")" \
+			"(${SRV[$a]}/wire-shapes.csv ${SRV[$b]}/wire-shapes.csv)"
+		head -n 5 <<<"$out" | sed 's/^/    /'
+	fi
+}
+
+table() {
+	local p f cols="post_send send_pullup dma_map_page post_write_chunk post_reply_chunk"
+	printf '%-14s %-6s' phase flavour
+	for c in $cols seconds; do printf ' %16s' "$c"; done
+	echo
+	for p in $(cut -d, -f1 "${SRV[${FLAVOURS[0]}]}/phases.csv" 2>/dev/null); do
+		for f in "${FLAVOURS[@]}"; do
+			printf '%-14s %-6s' "$p" "$f"
+			for c in $cols; do printf ' %16s' "$(value "${SRV[$f]}" "$p.svcrdma_$c")"; done
+			printf ' %16s\n' "$(value "${SRV[$f]}" "$p.seconds")"
+		done
+	done
+}
+
+for f in "${FLAVOURS[@]}"; do
+	t0=$SECONDS
+	say "conformance: $f flavour, server and client VMs (~6 min under TCG)"
+	rc=0
+	runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 conf-server conf-client "$f" "$FIO_SECONDS") || rc=$?
+	SRV[$f]=${runs%% *} CLI[$f]=${runs##* }
+	echo "    $f: status $rc after $((SECONDS - t0))s; server ${SRV[$f]}, client ${CLI[$f]}"
+	[ "$rc" = 0 ] || fail "conformance $f: a VM failed (status $rc; ${SRV[$f]}/console.log ${CLI[$f]}/console.log)"
+	check_flavour "$f"
+done
+[ ${#FLAVOURS[@]} -ge 2 ] && compare_flavours "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+mkdir -p "$LOGS"
+table | tee "$LOGS/conformance-table.txt" | sed 's/^/    /'
+[ "$FAILS" = 0 ]

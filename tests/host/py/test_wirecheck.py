@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""The wire checker must catch what it claims to: each rule of
+tests/vm/guest/wirecheck.py is broken once on purpose here, on rows shaped
+as tshark prints them, and must be reported; a correct exchange must not."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../vm/guest"))
+import wirecheck  # noqa: E402
+
+
+def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op="100003/6"):
+    """A tshark row: writes is a list of chunks, a chunk a list of
+    (handle, length, offset) segments; reply likewise one chunk or None."""
+    segs = [(0x10 + i, 100, 0x1000) for i in range(reads)]
+    counts = []
+    for c in writes:
+        counts.append(len(c))
+        segs += c
+    if reply is not None:
+        counts.append(len(reply))
+        segs += reply
+    f = {
+        "frame.number": "1", "frame.time_epoch": "100.0", "ip.src": src, "rpcordma.xid": xid,
+        "rpcordma.version": str(vers), "rpcordma.flow_control": str(credits),
+        "rpcordma.msg_type": str(proc), "rpcordma.reads_count": str(reads),
+        "rpcordma.writes_count": str(len(writes)),
+        "rpcordma.reply_count": "1" if reply is not None else "0",
+        "rpcordma.segment_count": ";".join(map(str, counts)),
+        "rpcordma.position": ";".join("0" for _ in range(reads)),
+        "rpcordma.rdma_handle": ";".join(hex(s[0]) for s in segs),
+        "rpcordma.rdma_length": ";".join(str(s[1]) for s in segs),
+        "rpcordma.rdma_offset": ";".join(hex(s[2]) for s in segs),
+        "rpcordma.errcode": "", "rpc.msgtyp": "0", "rpc.program": op.split("/")[0],
+        "rpc.procedure": op.split("/")[1], "nfs.main_opcode": "",
+    }
+    return wirecheck.Message([f[k] for k in wirecheck.FIELDS])
+
+
+CHUNK = [(0xaa, 4096, 0x7000), (0xbb, 8192, 0x9000)]
+RCHUNK = [(0xcc, 65536, 0x2000)]
+
+
+class Rules(unittest.TestCase):
+    def v(self, call, reply):
+        return wirecheck.violations(call, reply)
+
+    def test_good_exchanges_pass(self):
+        call = row("c", "0x1", 0, writes=[CHUNK])
+        self.assertEqual(self.v(call, row("s", "0x1", 0, writes=[[(0xaa, 4096, 0x7000), (0xbb, 10, 0x9000)]])), [])
+        self.assertEqual(self.v(call, row("s", "0x1", 0, writes=[[(0xaa, 0, 0x7000), (0xbb, 0, 0x9000)]])), [])
+        call = row("c", "0x2", 0, reply=RCHUNK)
+        self.assertEqual(self.v(call, row("s", "0x2", 1, reply=[(0xcc, 5000, 0x2000)])), [])
+        self.assertEqual(self.v(row("c", "0x3", 0), row("s", "0x3", 0)), [])
+
+    def test_each_rule_is_enforced(self):
+        call = row("c", "0x1", 0, writes=[CHUNK])
+        bad = {
+            "version": row("s", "0x1", 0, writes=[CHUNK], vers=2),
+            "credits": row("s", "0x1", 0, writes=[CHUNK], credits=0),
+            "read list": row("s", "0x1", 0, writes=[CHUNK], reads=1),
+            "nomsg without reply chunk offered": row("s", "0x1", 1, writes=[CHUNK]),
+            "write chunk dropped": row("s", "0x1", 0),
+            "segment longer than offered": row("s", "0x1", 0, writes=[[(0xaa, 4097, 0x7000), CHUNK[1]]]),
+            "handle changed": row("s", "0x1", 0, writes=[[(0xab, 1, 0x7000), CHUNK[1]]]),
+            "offset changed": row("s", "0x1", 0, writes=[[(0xaa, 1, 0x7008), CHUNK[1]]]),
+            "segment dropped": row("s", "0x1", 0, writes=[CHUNK[:1]]),
+            "reply chunk not offered": row("s", "0x1", 1, writes=[CHUNK], reply=RCHUNK),
+            "rdma_error": row("s", "0x1", 4),
+        }
+        for what, reply in bad.items():
+            with self.subTest(what):
+                self.assertNotEqual(self.v(call, reply), [], what)
+        call = row("c", "0x2", 0, reply=RCHUNK)
+        for what, reply in {
+            "msg despite reply chunk": row("s", "0x2", 0, reply=[(0xcc, 10, 0x2000)]),
+            "reply chunk missing": row("s", "0x2", 1),
+            "reply chunk too long": row("s", "0x2", 1, reply=[(0xcc, 65537, 0x2000)]),
+            "nomsg with empty reply chunk": row("s", "0x2", 1, reply=[(0xcc, 0, 0x2000)]),
+        }.items():
+            with self.subTest(what):
+                self.assertNotEqual(self.v(call, reply), [], what)
+
+    def test_shapes(self):
+        call = row("c", "0x1", 0, writes=[CHUNK], reply=RCHUNK)
+        self.assertEqual(call.call_shape(), "100003/6 writes[4096,8192] reply[65536] reads0")
+        reply = row("s", "0x1", 1, writes=[[(0xaa, 0, 0x7000), (0xbb, 0, 0x9000)]], reply=[(0xcc, 9, 0x2000)])
+        self.assertEqual(reply.reply_shape(False), "NOMSG writes[unused] reply[used]")
+        self.assertEqual(reply.reply_shape(True), "NOMSG writes[0,0] reply[9]")
+
+
+if __name__ == "__main__":
+    unittest.main()

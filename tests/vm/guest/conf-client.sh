@@ -1,0 +1,176 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# conf-client.sh CLIENT_IP FIO_SECONDS: the client VM of the conformance
+# suite. The kernel's own NFS client and rpcrdma (the client side is the
+# same C in every flavour) drive each Send-path branch of the server in a
+# named phase, bracketed with ctl.py so the server counts that phase's
+# tracepoints. Every read's sha256 goes to /results/results.txt as
+# "KEY@VERSION sha256", checked on the host against the server's
+# expectations and against the other flavour's results.
+. /work/tests/vm/guest/lib.sh
+
+G=/work/tests/vm/guest
+ip=$1 fio_seconds=$2
+# Keep going after a failed step, and count failures from subshells too
+# (the loops below run in pipelines): every one is named in guest.log.
+set +e
+: >/tmp/fails
+fail() { echo "FAIL: $*"; echo "$*" >>/tmp/fails; }
+modprobe rdma_rxe
+modprobe rpcrdma
+setup_rxe "$ip"
+n=0
+until ping -c1 -W1 $SERVER_IP >/dev/null 2>&1; do
+	n=$((n + 1))
+	[ $n -gt 120 ] && { fail "server $SERVER_IP unreachable"; exit 1; }
+done
+RES=/results/results.txt
+: >$RES
+
+ctl() { python3 $G/ctl.py send $SERVER_IP "$@"; }
+# phase NAME: begin a phase with cold caches, so every read hits the wire.
+phase() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	PHASE=$1
+	ctl begin "$PHASE" >/dev/null || fail "$PHASE: the server did not start the phase"
+}
+endphase() {
+	ans=$(ctl end "$PHASE") || fail "$PHASE: the server did not end the phase: $ans"
+	echo "$ans" | tr ' ' '\n' | grep -E '\.(svcrdma_post_send|svcrdma_send_pullup|svcrdma_post_write_chunk|svcrdma_post_reply_chunk|svcrdma_dma_map_page|seconds)=' |
+		tr '\n' ' ' | sed "s/^/  $PHASE: /; s/$/\n/"
+}
+# record KEY: the sha256 of stdin, as the result KEY for this version.
+record() { echo "$1@v$tag $(sha256sum | cut -d' ' -f1)" >>$RES; }
+# dread FILE OFF LEN: O_DIRECT read of LEN bytes at byte offset OFF.
+dread() {
+	dd if="$1" iflag=direct,skip_bytes,count_bytes skip="$2" count="$3" bs="$3" status=none ||
+		fail "$PHASE: direct read of $3 bytes at $2 from $1 failed"
+}
+
+wait_mount() { # VERS DIR [OPTS]
+	tries=0
+	until mount_rdma "$@" 2>/dev/null; do
+		tries=$((tries + 1))
+		[ $tries -gt 60 ] && { fail "NFSv$1 mount of $SERVER_IP over RDMA"; return 1; }
+		sleep 2
+	done
+}
+
+for vers in 3 4.1 4.2; do
+	tag=$(echo $vers | tr -d .)
+	d=/mnt/v$tag
+	# No attribute cache: every stat is a GETATTR on the wire.
+	MOUNT_OPTS=actimeo=0 wait_mount $vers $d || continue
+	[ "$(xprt_of $d)" = rdma ] || fail "NFSv$vers: client transport is $(xprt_of $d), not rdma"
+	log "NFSv$vers mounted: $(mount_opts $d)"
+
+	# Small replies, pulled up into the Send buffer: GETATTR, ACCESS and
+	# LOOKUP storms, and tiny reads.
+	phase pullup-v$tag
+	for i in 1 2 3; do stat -c '%n %s' $d/medium/* >/dev/null; done
+	ls -l $d/medium >/dev/null
+	python3 $G/conformance.py reads | while read -r key file off len; do
+		case $key in tiny:*) dread $d/$file $off $len | record $key ;; esac
+	done
+	endphase
+
+	# Replies that fit inline but are too large to pull up: mapped SGEs.
+	phase mapped-v$tag
+	python3 $G/conformance.py reads | while read -r key file off len; do
+		case $key in inline:*) dread $d/$file $off $len | record $key ;; esac
+	done
+	ls -f $d/medium | grep -v '^\.\.\?$' | LC_ALL=C sort | record list:medium
+	endphase
+
+	# READ payloads through Write chunks: 1 byte to 1 MiB, unaligned,
+	# short and empty at EOF, whole small files through the page cache.
+	phase wchunk-v$tag
+	python3 $G/conformance.py reads | while read -r key file off len; do
+		case $key in wchunk:*) dread $d/$file $off $len | record $key ;; esac
+	done
+	for f in $d/s*; do record file:${f##*/} <$f; done
+	endphase
+
+	phase sparse-v$tag
+	record file:sparse.bin <$d/sparse.bin
+	endphase
+
+	phase readlink-v$tag
+	for l in $d/link-*; do printf %s "$(readlink $l)" | record readlink:${l##*/}; done
+	endphase
+
+	# Replies larger than the inline threshold: the Reply chunk.
+	phase readdir-v$tag
+	ls -f $d/big | grep -v '^\.\.\?$' | LC_ALL=C sort | record list:big
+	n=$(ls -l $d/big | grep -c entry-)
+	[ "$n" = 3000 ] || fail "NFSv$vers: ls -l big shows $n of 3000 entries"
+	endphase
+
+	phase acl-v$tag
+	case $vers in
+	3) getfacl -n --omit-header $d/acl.bin 2>/tmp/acl.err | record acl:posix ;;
+	*) getfattr --only-values -n system.nfs4_acl $d/acl.bin 2>/tmp/acl.err | record acl:nfs4 ;;
+	esac
+	[ -s /tmp/acl.err ] && fail "NFSv$vers: reading the ACL: $(head -n 2 /tmp/acl.err)"
+	endphase
+
+	if [ $vers = 4.2 ]; then
+		phase xattr-v$tag
+		getfattr --only-values -n user.big $d/xattr.bin | record xattr:user.big
+		getfattr --absolute-names -m '^user\.n' $d/xattr.bin | grep '^user\.' | LC_ALL=C sort |
+			record xattrnames
+		endphase
+	fi
+	umount $d
+done
+
+# WRITE and mixed load: two concurrent mounts, one with nconnect, verifying
+# fio on both, and generated files copied in; read back after a remount.
+phase write-mixed
+MOUNT_OPTS=nconnect=4 wait_mount 3 /mnt/w3
+wait_mount 4.2 /mnt/w42
+log "nconnect mount: $(mount_opts /mnt/w3)"
+fio_job() { # DIR NAME
+	fio --name="$2" --directory="$1" --rw=randrw --bs=16k --size=8m --numjobs=2 \
+		--direct=1 --ioengine=libaio --iodepth=16 --runtime="$fio_seconds" --time_based \
+		--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+		--serialize_overlap=1 --verify_state_save=0 \
+		--output-format=terse --terse-version=3 >/tmp/fio-$2.out 2>&1
+}
+fio_job /mnt/w3 fio-v3 &
+p1=$!
+fio_job /mnt/w42 fio-v42 &
+p2=$!
+python3 $G/conformance.py gen 41 4194304 >/mnt/w3/w-4m &
+p3=$!
+python3 $G/conformance.py gen 42 1234567 >/mnt/w42/w-odd
+python3 $G/conformance.py gen 43 1 >/mnt/w42/w-1
+wait $p3 || fail "write-mixed: writing w-4m"
+for j in 1 2; do
+	eval p=\$p$j
+	name=$([ $j = 1 ] && echo fio-v3 || echo fio-v42)
+	if wait "$p"; then
+		kib=$(grep '^3;' /tmp/fio-$name.out | awk -F';' '{ r += $6; w += $47 } END { print r + w }')
+		result "${name}_KiB_verified" "$kib"
+		pass "write-mixed: $name randrw 16k with crc32c verify, $fio_seconds s, $kib KiB moved"
+	else
+		tail -n 20 /tmp/fio-$name.out
+		fail "write-mixed: $name failed (see guest.log)"
+	fi
+done
+umount /mnt/w3 /mnt/w42
+wait_mount 3 /mnt/w3
+wait_mount 4.2 /mnt/w42
+tag=3 record write:w-4m </mnt/w3/w-4m
+tag=42 record write:w-odd </mnt/w42/w-odd
+tag=42 record write:w-1 </mnt/w42/w-1
+umount /mnt/w3 /mnt/w42
+endphase
+
+ctl done >/dev/null || fail "the server did not acknowledge the end"
+result results "$(wc -l <$RES)"
+FAILS=$(wc -l </tmp/fails)
+result failures $FAILS
+exit $FAILS

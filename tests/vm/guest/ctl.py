@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Phase control between the client and the server VM of a conformance run.
+
+The client brackets each test with "begin NAME" and "end NAME" over plain
+TCP on the fabric's Ethernet (not RDMA, so the control traffic never
+touches the Send path under test). The server, for each phase:
+
+- begin: empties the trace buffer, snapshots the rdma_stat_* counters and
+  notes the wall-clock time (the capture's clock, to split it by phase);
+- end: counts each Send-path tracepoint in the buffer, the counter deltas
+  and any trace buffer overrun, appends "PHASE.KEY=VALUE" lines to the
+  summary and returns them to the client, which prints them.
+
+  ctl.py serve SUMMARY PHASES_CSV EVENT...   (server; returns on "done")
+  ctl.py send HOST COMMAND...                (client; prints the answer)
+"""
+
+import os
+import socket
+import sys
+import time
+
+PORT = 7777
+TRACING = "/sys/kernel/tracing"
+STATS = ("recv", "read", "write", "sq_starve")
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def stat(name):
+    with open(f"/proc/sys/sunrpc/svc_rdma/rdma_stat_{name}") as f:
+        return int(f.read())
+
+
+def overruns():
+    total = 0
+    for cpu in os.listdir(f"{TRACING}/per_cpu"):
+        with open(f"{TRACING}/per_cpu/{cpu}/stats") as f:
+            for line in f:
+                if line.startswith("overrun:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def count_events(events):
+    counts = dict.fromkeys(events, 0)
+    with open(f"{TRACING}/trace", errors="replace") as f:
+        for line in f:
+            if line.startswith("#"):
+                continue
+            for e in events:
+                if f" {e}:" in line:
+                    counts[e] += 1
+                    break
+    return counts
+
+
+def serve(summary, phases_csv, events):
+    write(f"{TRACING}/tracing_on", "0")
+    write(f"{TRACING}/buffer_size_kb", "32768")
+    write(f"{TRACING}/set_event", "")
+    for e in events:
+        with open(f"{TRACING}/set_event", "a") as f:
+            f.write(f"rpcrdma:{e}\n")
+    write(f"{TRACING}/tracing_on", "1")
+    srv = socket.create_server(("", PORT), reuse_port=True)
+    state = {}
+    with open(phases_csv, "a") as phases:
+        while True:
+            conn, _ = srv.accept()
+            with conn, conn.makefile("rw") as f:
+                words = f.readline().split()
+                answer = "ok"
+                if not words:
+                    answer = "error: empty command"
+                elif words[0] == "begin" and len(words) == 2:
+                    write(f"{TRACING}/trace", "")
+                    state = {"name": words[1], "t0": time.time(),
+                             "stats": {s: stat(s) for s in STATS},
+                             "overrun": overruns()}
+                elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
+                    t1 = time.time()
+                    name = words[1]
+                    lines = [f"{name}.{e}={n}" for e, n in count_events(events).items()]
+                    lines += [f"{name}.rdma_stat_{s}={stat(s) - v}"
+                              for s, v in state["stats"].items()]
+                    lines.append(f"{name}.trace_overrun={overruns() - state['overrun']}")
+                    lines.append(f"{name}.seconds={t1 - state['t0']:.1f}")
+                    with open(summary, "a") as out:
+                        out.write("".join(line + "\n" for line in lines))
+                    phases.write(f"{name},{state['t0']:.6f},{t1:.6f}\n")
+                    phases.flush()
+                    answer = "ok " + " ".join(lines)
+                    state = {}
+                elif words[0] == "done":
+                    f.write("ok\n")
+                    break
+                else:
+                    answer = f"error: unexpected command {' '.join(words)!r} (open phase: {state.get('name')})"
+                f.write(answer + "\n")
+    write(f"{TRACING}/tracing_on", "0")
+
+
+def send(host, words):
+    for attempt in range(60):
+        try:
+            with socket.create_connection((host, PORT), timeout=300) as s:
+                s.sendall((" ".join(words) + "\n").encode())
+                answer = s.makefile().readline().strip()
+                print(answer)
+                return 0 if answer.startswith("ok") else 1
+        except OSError as e:
+            if attempt == 59:
+                print(f"error: {e}")
+                return 1
+            time.sleep(1)
+    return 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4 and sys.argv[1] == "serve":
+        serve(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif len(sys.argv) >= 4 and sys.argv[1] == "send":
+        sys.exit(send(sys.argv[2], sys.argv[3:]))
+    else:
+        sys.exit(__doc__)
