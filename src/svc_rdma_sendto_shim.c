@@ -53,7 +53,8 @@ RS_CHECK_PROTO(svc_rdma_result_payload,
 
 #define LAYOUT_SIZE(t)			{ #t, "", sizeof(struct t) },
 #define LAYOUT_FIELD(t, f)		{ #t, #f, offsetof(struct t, f) },
-#define LAYOUT_FIELD_AS(t, f, rust)	LAYOUT_FIELD(t, f)
+/* The Rust field path (third argument) matters only to the Rust side. */
+#define LAYOUT_FIELD_AS(t, f, ...)	LAYOUT_FIELD(t, f)
 
 const struct rs_layout_entry rs_layout_table[] = {
 #include "bindings/layout_fields.h"
@@ -146,6 +147,11 @@ void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount)
 
 bool rs_waitqueue_active(struct wait_queue_head *wq)
 {
+	/*
+	 * Lockless check: the caller's fully ordered update of sc_sq_avail
+	 * pairs with the barrier in wait_event()'s prepare_to_wait(), as in
+	 * svc_rdma_wake_send_waiters().
+	 */
 	return waitqueue_active(wq);
 }
 
