@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance pair bench clean cache-clean help
+	host-test kunit e2e conformance pair bench lint clean cache-clean help
 
 all: modules
 
@@ -19,7 +19,8 @@ help:
 	@echo "make demo     build what is missing, boot a VM, serve NFS over RDMA with our rpcrdma.ko"
 	@echo "make check    all tests; ends with 'N passed, N failed'"
 	@echo "make modules  build/{c,rust}/rpcrdma.ko (KDIR=, KSRC= for your own kernel tree)"
-	@echo "make host-test | kunit | e2e   one test phase"
+	@echo "make host-test | kunit | e2e | conformance   one test phase"
+	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
 
@@ -45,6 +46,10 @@ module-c module-rust: $(if $(KDIR),,kernel)
 
 host-test:
 	@scripts/check.sh host
+
+# rustfmt, checkpatch --strict, kernel-doc, Python syntax, CLIPPY=1 build.
+lint: $(if $(KDIR),,kernel)
+	@scripts/lint.sh
 
 kunit:
 	@scripts/check.sh kunit

@@ -109,27 +109,17 @@ do_build() {
 	do_lint
 }
 
-# Lint: rustfmt with the kernel's config, and a CLIPPY=1 build of the
-# rust flavour with not one warning.
+# Lint (scripts/lint.sh, also `make lint`): rustfmt, checkpatch --strict,
+# kernel-doc, and a CLIPPY=1 build of the rust flavour with no warning.
 do_lint() {
-	local ks; ks=$(kernel_src)
-	if rustfmt --edition 2021 --config-path "$ks/.rustfmt.toml" --check \
-		"$TOP"/src/*.rs "$TOP"/src/proto/*.rs >"$LOGS/rustfmt.log" 2>&1; then
-		ok "rustfmt --check (kernel .rustfmt.toml)"
-	else
-		head -n 20 "$LOGS/rustfmt.log"
-		bad "rustfmt --check ($LOGS/rustfmt.log)"
-	fi
-	local log=$LOGS/module-rust-clippy.log
-	# Force the crate to be compiled again, or an unchanged tree says nothing.
-	rm -f "$CACHE"/modbuild/rust-clippy-*/src/svc_rdma_sendto_rs.o
-	if MODULE_MAKE_ARGS="CLIPPY=1" bash "$TOP/scripts/build-module.sh" rust rust-clippy >/dev/null 2>&1 &&
-		! grep -qE '^(warning|error)' "$log"; then
-		ok "clippy: the rust flavour builds with CLIPPY=1 and no warning"
-	else
-		grep -E '^(warning|error)' -A4 "$log" | head -n 30
-		bad "clippy warnings ($log)"
-	fi
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "lint: ${line#PASS: }" ;;
+		FAIL:*) bad "lint: ${line#FAIL: }" ;;
+		*) echo "    $line" ;;
+		esac
+	done < <(bash "$TOP/scripts/lint.sh" 2>&1)
 }
 
 # The differential build: RPCRDMA_RUST_LINK_C_SENDTO=y links the C file as

@@ -112,9 +112,10 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
     // SAFETY: plain allocation.
     let buffer = unsafe { sys::rs_kmalloc_node(rdma.max_req_size(), node) };
     let mut addr = 0u64;
+    let len = rdma.max_req_size();
     let mapped = !buffer.is_null()
         // SAFETY: `buffer` holds `max_req_size` bytes.
-        && unsafe { sys::rs_ib_dma_map_single(device, buffer, rdma.max_req_size(), &mut addr) } == 0;
+        && unsafe { sys::rs_ib_dma_map_single(device, buffer, len, &mut addr) } == 0;
     if pages.is_null() || !mapped {
         if mapped {
             // SAFETY: mapped just above, with this length.

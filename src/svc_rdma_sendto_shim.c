@@ -25,7 +25,7 @@
  * checks its definitions against the same header's bindings.
  */
 #define RS_CHECK_PROTO(fn, type) \
-	static_assert(__builtin_types_compatible_p(typeof(&fn), type), #fn)
+	static_assert(__builtin_types_compatible_p(typeof(fn) *, type), #fn)
 RS_CHECK_PROTO(svc_rdma_send_ctxts_destroy, void (*)(struct svcxprt_rdma *));
 RS_CHECK_PROTO(svc_rdma_send_ctxt_get,
 	       struct svc_rdma_send_ctxt *(*)(struct svcxprt_rdma *));
@@ -59,6 +59,7 @@ RS_CHECK_PROTO(svc_rdma_result_payload,
 const struct rs_layout_entry rs_layout_table[] = {
 #include "bindings/layout_fields.h"
 };
+
 const unsigned int rs_layout_table_len = ARRAY_SIZE(rs_layout_table);
 
 /*

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# lint.sh: the style checks behind `make lint`, also run by `make check`.
+#   rustfmt --check with the kernel's .rustfmt.toml
+#   scripts/checkpatch.pl on our C, headers, Rust, Kbuild and Kconfig
+#   scripts/kernel-doc -Wall on the C shim (our exported Rust functions carry
+#     the same kernel-doc text; rustdoc has no checker for it)
+#   the guest's and host's Python scripts compile
+#   a CLIPPY=1 build of the rust flavour with not one warning (needs the
+#     test kernel, or KDIR=; skipped with LINT_NO_CLIPPY=1)
+# Prints PASS:/FAIL: per check; exits non-zero on any failure.
+
+. "$(dirname "$0")/lib.sh"
+
+KSRC=${KSRC:-$(kernel_src)}
+[ -f "$KSRC/scripts/checkpatch.pl" ] || die "no kernel source at $KSRC: run scripts/setup.sh"
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+cd "$TOP"
+
+if rustfmt --edition 2021 --config-path "$KSRC/.rustfmt.toml" --check \
+	src/*.rs src/proto/*.rs >"$LOGS/rustfmt.log" 2>&1; then
+	pass "rustfmt --check (kernel .rustfmt.toml)"
+else
+	head -n 20 "$LOGS/rustfmt.log"
+	fail "rustfmt --check ($LOGS/rustfmt.log)"
+fi
+
+files=(src/*.c src/*.h src/*.rs src/proto/*.rs Kbuild Kconfig)
+if perl "$KSRC/scripts/checkpatch.pl" --no-tree --terse --strict -f "${files[@]}" \
+	>"$LOGS/checkpatch.log" 2>&1 && ! grep -qE ': (ERROR|WARNING|CHECK):' "$LOGS/checkpatch.log"; then
+	pass "checkpatch.pl --strict: ${#files[@]} files clean"
+else
+	grep -E ': (ERROR|WARNING|CHECK):' "$LOGS/checkpatch.log" | head -n 20
+	fail "checkpatch.pl ($LOGS/checkpatch.log)"
+fi
+
+if perl "$KSRC/scripts/kernel-doc" -none -Wall src/*.c src/*.h >"$LOGS/kernel-doc.log" 2>&1 &&
+	! grep -qiE 'warning|error' "$LOGS/kernel-doc.log"; then
+	pass "kernel-doc -Wall on the C shim"
+else
+	head -n 20 "$LOGS/kernel-doc.log"
+	fail "kernel-doc ($LOGS/kernel-doc.log)"
+fi
+
+if python3 -m py_compile tests/vm/guest/*.py tests/host/py/*.py scripts/*.py 2>"$LOGS/pycompile.log"; then
+	pass "Python scripts compile"
+else
+	fail "Python scripts ($LOGS/pycompile.log)"
+fi
+
+if [ "${LINT_NO_CLIPPY:-0}" != 1 ]; then
+	log=$LOGS/module-rust-clippy.log
+	# Force the crate to be compiled again, or an unchanged tree says nothing.
+	rm -f "$CACHE"/modbuild/rust-clippy-*/src/svc_rdma_sendto_rs.o
+	if MODULE_MAKE_ARGS="CLIPPY=1" bash scripts/build-module.sh rust rust-clippy >/dev/null 2>&1 &&
+		! grep -qE '^(warning|error)' "$log"; then
+		pass "clippy: the rust flavour builds with CLIPPY=1 and no warning"
+	else
+		grep -E '^(warning|error)' -A4 "$log" | head -n 30
+		fail "clippy warnings ($log)"
+	fi
+fi
+[ "$FAILS" = 0 ]
