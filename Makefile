@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance pair bench lint clean cache-clean help
+	host-test kunit e2e conformance pair bench lint install uninstall clean cache-clean help
 
 all: modules
 
@@ -22,6 +22,7 @@ help:
 	@echo "make host-test | kunit | e2e | conformance   one test phase"
 	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
+	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
 
 demo:
@@ -68,6 +69,15 @@ pair: conformance
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:
 	@scripts/bench.sh
+
+# Install build/rust/rpcrdma.ko into /lib/modules/KVER/updates/ (KDIR= for
+# the target kernel, INSTALL_MOD_PATH= for a staging root), or remove it.
+install uninstall: KDIR ?= /lib/modules/$(shell uname -r)/build
+install:
+	@scripts/build-module.sh rust && scripts/install.sh install
+
+uninstall:
+	@scripts/install.sh uninstall
 
 clean:
 	rm -rf build tests/host/target

@@ -6,8 +6,8 @@
 # Builds rpcrdma.ko of the given flavour out of tree against KDIR (a kernel
 # build tree with Rust metadata) from the xprtrdma sources of KSRC, and puts
 # it at build/NAME/rpcrdma.ko (NAME defaults to FLAVOUR; a variant built
-# with other MODULE_MAKE_ARGS gets its own NAME). KDIR and KSRC default to
-# the cached test kernel.
+# with other MODULE_MAKE_ARGS gets its own NAME). KDIR defaults to the
+# cached test kernel, KSRC to KDIR's source tree.
 # The kernel's C files are staged as symlinks in the cache, never copied.
 
 . "$(dirname "$0")/lib.sh"
@@ -16,17 +16,23 @@ FLAVOUR=${1:?usage: build-module.sh c|rust [NAME]}
 NAME=${2:-$FLAVOUR}
 case "$FLAVOUR" in c|rust) ;; *) die "flavour must be c or rust, not '$FLAVOUR'";; esac
 KDIR=${KDIR:-$(kernel_build)}
-KSRC=${KSRC:-$(kernel_src)}
+# The xprtrdma C sources: a build tree made with O= links its source tree
+# as KDIR/source; an in-place build tree is its own source.
+if [ -z "${KSRC:-}" ]; then
+	for KSRC in "$KDIR/source" "$KDIR"; do
+		[ -f "$KSRC/net/sunrpc/xprtrdma/svc_rdma_sendto.c" ] && break
+	done
+fi
 LLVM=${LLVM:-$LLVM_SUFFIX}
 XPRT=$KSRC/net/sunrpc/xprtrdma
 [ -f "$KDIR/Module.symvers" ] || die "KDIR=$KDIR is not a built kernel tree (no Module.symvers)"
-[ -f "$XPRT/Makefile" ] || die "KSRC=$KSRC has no net/sunrpc/xprtrdma"
+[ -f "$XPRT/Makefile" ] || die "KSRC=$KSRC has no net/sunrpc/xprtrdma: set KSRC= to the kernel source tree"
 if [ "$FLAVOUR" = rust ]; then
 	grep -q '^CONFIG_RUST=y' "$KDIR/.config" || die "KDIR=$KDIR is not built with CONFIG_RUST=y"
 	[ -f "$KDIR/rust/bindings/bindings_generated.rs" ] || die "KDIR=$KDIR lacks Rust metadata (rust/bindings)"
 fi
 
-kkey=$(printf '%s' "$KDIR" | sha256sum | cut -c1-12)
+kkey=$(printf "%s %s" "$KDIR" "$TOP" | sha256sum | cut -c1-12)
 STAGE=$CACHE/modbuild/$NAME-$kkey
 mkdir -p "$STAGE"
 # Re-link on every build so added or removed files are followed; objects stay.

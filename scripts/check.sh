@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance|install]: the test suite behind `make check`.
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
@@ -270,6 +270,18 @@ do_conformance() {
 	return $rc
 }
 
+# make install/uninstall and DKMS (scripts/install-test.sh).
+do_install() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "install: ${line#PASS: }" ;;
+		FAIL:*) bad "install: ${line#FAIL: }" ;;
+		*) echo "    $line" ;;
+		esac
+	done < <(bash "$TOP/scripts/install-test.sh" 2>&1)
+}
+
 case $WHAT in
 all)
 	phase setup do_setup || { summary; exit 1; }
@@ -278,6 +290,7 @@ all)
 		phase kunit do_kunit || true
 		phase e2e do_e2e || true
 		phase conformance do_conformance || true
+		phase install do_install || true
 	fi
 	;;
 host) phase host-tests do_host || true ;;
@@ -285,6 +298,7 @@ build) phase setup do_setup && phase build do_build || true ;;
 kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
 e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
 conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance]" ;;
+install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install]" ;;
 esac
 summary

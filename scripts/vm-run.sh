@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] SCRIPT [ARG...]
+# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -13,19 +13,22 @@
 #
 # The guest's one NIC is on a QEMU hub with no other port unless NETDEV
 # says otherwise (e.g. "socket,listen=127.0.0.1:PORT" and
-# "socket,connect=127.0.0.1:PORT" join two VMs, see vm-pair.sh).
+# "socket,connect=127.0.0.1:PORT" join two VMs, see vm-pair.sh). -d shares
+# MODULES as /lib/modules instead of the test kernel's installed modules
+# (the install tests use a tree with ours in updates/).
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01
-while getopts t:n:m:N:M: o; do
+TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
+while getopts t:n:m:N:M:d: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
 	m) MEM=$OPTARG ;;
 	N) NETDEV=$OPTARG ;;
 	M) MAC=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] SCRIPT [ARG...]" ;;
+	d) MODTREE=$OPTARG ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -46,6 +49,7 @@ if [ ! -f "$MODS/.complete" ]; then
 		INSTALL_MOD_PATH="$MODS" modules_install >&2
 	touch "$MODS/.complete"
 fi
+MODTREE=${MODTREE:-$MODS/lib/modules}
 
 RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$
 mkdir -p "$RUN"
@@ -79,7 +83,7 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-kernel "$KB/arch/x86/boot/bzImage" -append "$(echo $CMDLINE)" \
 	-no-reboot -display none -monitor none -nodefaults \
 	-serial file:"$RUN/console.log" \
-	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODS/lib/modules" ro) \
+	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODTREE" ro) \
 	$(fs results "$RUN") $NET \
 	>"$RUN/qemu.log" 2>&1 || rc=$?
 
