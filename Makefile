@@ -11,7 +11,7 @@ SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance pair bench lint install uninstall clean cache-clean help
+	host-test kunit e2e conformance pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -21,6 +21,7 @@ help:
 	@echo "make modules  build/{c,rust}/rpcrdma.ko (KDIR=, KSRC= for your own kernel tree)"
 	@echo "make host-test | kunit | e2e | conformance   one test phase"
 	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
+	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
@@ -47,6 +48,11 @@ module-c module-rust: $(if $(KDIR),,kernel)
 
 host-test:
 	@scripts/check.sh host
+
+# Graft into a copy of the kernel tree and run our KUnit suites with the
+# kernel's kunit.py (a second kernel build, so not part of `make check`).
+check-intree: setup
+	@scripts/kunit-intree.sh
 
 # rustfmt, checkpatch --strict, kernel-doc, Python syntax, CLIPPY=1 build.
 lint: $(if $(KDIR),,kernel)
