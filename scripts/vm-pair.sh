@@ -30,11 +30,23 @@ bash "$VMRUN" -t "$TIMEOUT" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0
 	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 server=$!
 sleep 3
-rc_client=0
-bash "$VMRUN" -t $((TIMEOUT - 30)) -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
-	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" || rc_client=$?
+# In its own process group, so that it can be stopped with its QEMU.
+setsid bash "$VMRUN" -t "$TIMEOUT" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
+client=$!
 rc_server=0
 wait $server || rc_server=$?
-echo "$(tail -n 1 "$out/server") $(tail -n 1 "$out/client")"
+# The server normally outlives its client. If it ended first, the client's
+# hard NFS mounts would wait for it forever: give it a minute, then stop it.
+for _ in $(seq 60); do kill -0 $client 2>/dev/null || break; sleep 1; done
+if kill -0 $client 2>/dev/null; then
+	warn "vm-pair: the server VM ended first; stopping the client VM"
+	kill -TERM -- -$client 2>/dev/null || true
+fi
+rc_client=0
+wait $client || rc_client=$?
+run_client=$(tail -n 1 "$out/client")
+[ -n "$run_client" ] || run_client=$(ls -td "$CACHE/runs/$CLIENT_SCRIPT-$FLAVOUR"-* | head -n 1)
+echo "$(tail -n 1 "$out/server") $run_client"
 rm -rf "$out"
 [ "$rc_server" = 0 ] && [ "$rc_client" = 0 ]

@@ -26,8 +26,8 @@ DATA_SIZE = 2 * 1024 * 1024 + 777
 # Whole-file buffered reads: the client's READ asks for a page or rsize, so
 # the Write chunk it offers carries from 1 byte to a full chunk.
 SMALL_FILES = (1, 100, 511, 1500, 3000, 4095, 4096, 4097, 65537)
-SPARSE_SIZE = 8 * 1024 * 1024
-SPARSE_EXTENTS = ((1024 * 1024, 4096, 31), (5 * 1024 * 1024 + 3, 5000, 32))
+SPARSE_SIZE = 4 * 1024 * 1024
+SPARSE_EXTENTS = ((1024 * 1024, 4096, 31), (3 * 1024 * 1024 + 3, 5000, 32))
 LINK_LENGTHS = (1, 200, 1000, 1023)
 BIG_DIR_ENTRIES = 3000
 MEDIUM_DIR_ENTRIES = 40

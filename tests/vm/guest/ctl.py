@@ -16,14 +16,51 @@ touches the Send path under test). The server, for each phase:
   ctl.py send HOST COMMAND...                (client; prints the answer)
 """
 
+import glob
 import os
 import socket
 import sys
+import threading
 import time
 
 PORT = 7777
 TRACING = "/sys/kernel/tracing"
 STATS = ("recv", "read", "write", "sq_starve")
+# A phase still open after this long is dumped for diagnosis (once).
+STALL_SECONDS = 90
+
+
+def stall_dump(path, name):
+    """What the server is doing in a phase that does not end: the nfsd
+    threads' kernel stacks, the counters and the last trace lines."""
+    out = [f"phase {name} open for more than {STALL_SECONDS} s\n"]
+    for stat_file in sorted(glob.glob("/proc/[0-9]*/stat")):
+        pid = stat_file.split("/")[2]
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            if comm.startswith(("nfsd", "kworker", "rxe", "ib_", "rdma")):
+                with open(f"/proc/{pid}/stack") as f:
+                    stack = f.read()
+                if comm.startswith("nfsd") or "svc_rdma" in stack or "rxe" in stack:
+                    out.append(f"--- {pid} {comm}\n{stack}")
+        except OSError:
+            pass
+    out += [f"rdma_stat_{s}={stat(s)}\n" for s in STATS]
+    with open(f"{TRACING}/trace", errors="replace") as f:
+        out += f.readlines()[-4000:]
+    with open(path, "w") as f:
+        f.writelines(out)
+
+
+def watchdog(state, lock, outdir):
+    while True:
+        time.sleep(5)
+        with lock:
+            name, t0, dumped = state.get("name"), state.get("t0", 0), state.get("dumped")
+            if name and not dumped and time.time() - t0 > STALL_SECONDS:
+                state["dumped"] = True
+                stall_dump(f"{outdir}/stall-{name}.txt", name)
 
 
 def write(path, text):
@@ -63,25 +100,36 @@ def serve(summary, phases_csv, events):
     write(f"{TRACING}/tracing_on", "0")
     write(f"{TRACING}/buffer_size_kb", "32768")
     write(f"{TRACING}/set_event", "")
-    for e in events:
-        with open(f"{TRACING}/set_event", "a") as f:
-            f.write(f"rpcrdma:{e}\n")
+    # Every server-side RPC-over-RDMA event, for the stall dumps; the listed
+    # ones are counted.
+    server_events = [e for e in os.listdir(f"{TRACING}/events/rpcrdma") if e.startswith("svcrdma_")]
+    for e in sorted(set(server_events + events)):
+        # As the shell's ">>": Python's append mode seeks, which tracefs refuses.
+        fd = os.open(f"{TRACING}/set_event", os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, f"rpcrdma:{e}\n".encode())
+        finally:
+            os.close(fd)
     write(f"{TRACING}/tracing_on", "1")
     srv = socket.create_server(("", PORT), reuse_port=True)
     state = {}
+    lock = threading.Lock()
+    threading.Thread(target=watchdog, args=(state, lock, os.path.dirname(summary)),
+                     daemon=True).start()
     with open(phases_csv, "a") as phases:
         while True:
             conn, _ = srv.accept()
-            with conn, conn.makefile("rw") as f:
+            with lock, conn, conn.makefile("rw") as f:
                 words = f.readline().split()
                 answer = "ok"
                 if not words:
                     answer = "error: empty command"
                 elif words[0] == "begin" and len(words) == 2:
                     write(f"{TRACING}/trace", "")
-                    state = {"name": words[1], "t0": time.time(),
-                             "stats": {s: stat(s) for s in STATS},
-                             "overrun": overruns()}
+                    state.clear()
+                    state.update({"name": words[1], "t0": time.time(),
+                                  "stats": {s: stat(s) for s in STATS},
+                                  "overrun": overruns()})
                 elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
                     t1 = time.time()
                     name = words[1]
@@ -95,7 +143,7 @@ def serve(summary, phases_csv, events):
                     phases.write(f"{name},{state['t0']:.6f},{t1:.6f}\n")
                     phases.flush()
                     answer = "ok " + " ".join(lines)
-                    state = {}
+                    state.clear()
                 elif words[0] == "done":
                     f.write("ok\n")
                     break
