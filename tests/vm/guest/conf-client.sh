@@ -128,15 +128,15 @@ for vers in 3 4.1 4.2; do
 
 	phase acl-v$tag
 	case $vers in
-	3) getfacl -n --omit-header $d/acl.bin 2>/tmp/acl.err | record acl:posix ;;
-	*) getfattr --only-values -n system.nfs4_acl $d/acl.bin 2>/tmp/acl.err | record acl:nfs4 ;;
+	3) getfacl -n -p --omit-header $d/acl.bin 2>/tmp/acl.err | record acl:posix ;;
+	*) getfattr --absolute-names --only-values -n system.nfs4_acl $d/acl.bin 2>/tmp/acl.err | record acl:nfs4 ;;
 	esac
 	[ -s /tmp/acl.err ] && fail "NFSv$vers: reading the ACL: $(head -n 2 /tmp/acl.err)"
 	endphase
 
 	if [ $vers = 4.2 ]; then
 		phase xattr-v$tag
-		getfattr --only-values -n user.big $d/xattr.bin | record xattr:user.big
+		getfattr --absolute-names --only-values -n user.big $d/xattr.bin | record xattr:user.big
 		getfattr --absolute-names -m '^user\.n' $d/xattr.bin | grep '^user\.' | LC_ALL=C sort |
 			record xattrnames
 		endphase

@@ -33,7 +33,7 @@ BIG_DIR_ENTRIES = 3000
 MEDIUM_DIR_ENTRIES = 40
 XATTR_BIG = 60000
 XATTR_NAMES = 100
-ACL_USERS = 400
+ACL_USERS = 100
 # Files the client writes (name, seed, size); expected back byte for byte.
 CLIENT_WRITES = (("w-4m", 41, 4 * 1024 * 1024), ("w-odd", 42, 1234567), ("w-1", 43, 1))
 

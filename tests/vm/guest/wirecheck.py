@@ -216,7 +216,7 @@ def main(capture, phases_csv, server_ip, outdir):
         w = csv.writer(f)
         w.writerow(("phase", "call", "reply", "count", "exact_replies"))
         for (phase, call, reply), n in sorted(shapes.items()):
-            w.writerow((phase, call, reply, n, " ".join(sorted(exact[(phase, call)]))))
+            w.writerow((phase, call, reply, n, "|".join(sorted(exact[(phase, call)]))))
     with open(f"{outdir}/wire-errors.txt", "w") as f:
         f.write("".join(e + "\n" for e in errors))
     for k in ("client_messages", "server_messages", "server_replies", "server_replies_msg",
