@@ -9,6 +9,10 @@
 
 SHELL := /bin/bash
 export KDIR KSRC LLVM RPCRDMA_CACHE
+# Command-line variables such as the CC=clang LD=ld.lld that DKMS adds must
+# not reach the kernel's make: the module is built with the kernel's own
+# LLVM=$(LLVM) toolchain (scripts/build-module.sh).
+MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
 	host-test kunit e2e conformance pair bench lint check-intree install uninstall clean cache-clean help

@@ -43,7 +43,9 @@ ln -s "$TOP/Kbuild" "$STAGE/Kbuild"
 cp -as "$TOP/src" "$TOP/bindings" "$STAGE/"
 
 version=$(make -s -C "$KSRC" kernelversion 2>/dev/null || echo unknown)
-rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo norev)
+# The git revision; a copy without git (DKMS) is named by dkms.conf's version.
+rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null ||
+	sed -n 's/^PACKAGE_VERSION="\(.*\)"/v\1/p' "$TOP/dkms.conf")
 say "rpcrdma.ko ($NAME): building against $KDIR"
 run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" LLVM="$LLVM" -j"$(nproc)" \
 	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules

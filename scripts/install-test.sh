@@ -53,14 +53,17 @@ in_ns() {
 	unshare -m bash -c "mount --bind '$MODS' /lib/modules && mount --bind '$T/dkms' /var/lib/dkms &&
 		mount --bind '$T/src' /usr/src && $*"
 }
-mkdir -p /var/lib/dkms
+# Mount points for the private namespace (empty directories on the host).
+mkdir -p /var/lib/dkms /lib/modules /usr/src
 say "dkms: add, build (rust flavour against $KREL) and install rpcrdma-rs/$ver" >&2
-if in_ns "dkms add rpcrdma-rs/$ver && dkms build rpcrdma-rs/$ver -k $KREL && dkms install rpcrdma-rs/$ver -k $KREL" \
+if in_ns "dkms add rpcrdma-rs/$ver && { dkms build rpcrdma-rs/$ver -k $KREL ||
+	{ cp /var/lib/dkms/rpcrdma-rs/$ver/build/make.log '$LOGS/dkms-make.log'; false; }; } &&
+	dkms install rpcrdma-rs/$ver -k $KREL" \
 	>"$LOGS/dkms.log" 2>&1 && [[ $(resolves) == */updates/* ]]; then
 	pass "dkms install rpcrdma-rs/$ver: modprobe resolves rpcrdma to $(resolves)"
 else
 	tail -n 15 "$LOGS/dkms.log"
-	fail "dkms install rpcrdma-rs/$ver ($LOGS/dkms.log; resolves to '$(resolves)')"
+	fail "dkms install rpcrdma-rs/$ver ($LOGS/dkms.log, $LOGS/dkms-make.log; resolves to '$(resolves)')"
 fi
 vm() { # WANT
 	local run rc=0 line
