@@ -69,7 +69,10 @@ mod tests {
         }
         // (type, field, size or offset) as bindgen laid the types out, in
         // the order of bindings/layout_fields.h.
-        let rust: &[(&str, &str, usize)] = &include!(concat!(env!("RPCRDMA_RS_GENERATED"), "/layout_checks_generated.rs"));
+        let rust: &[(&str, &str, usize)] = &include!(concat!(
+            env!("RPCRDMA_RS_GENERATED"),
+            "/layout_checks_generated.rs"
+        ));
 
         let mut mismatches = 0usize;
         for (idx, (ty, field, value)) in rust.iter().enumerate() {

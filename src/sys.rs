@@ -30,4 +30,7 @@ use kernel::ffi;
 #[allow(unused_imports)]
 use pin_init::MaybeZeroable;
 
-include!(concat!(env!("RPCRDMA_RS_GENERATED"), "/sendto_bindings_generated.rs"));
+include!(concat!(
+    env!("RPCRDMA_RS_GENERATED"),
+    "/sendto_bindings_generated.rs"
+));
