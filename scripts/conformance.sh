@@ -144,6 +144,29 @@ EOF
 	fi
 }
 
+# Tracepoint parity: in every phase whose workload is deterministic, the
+# same svcrdma events fire in both flavours (counts are in the table).
+compare_events() {
+	local a=$1 b=$2 p ea eb bad=0 n=0
+	for p in $(cut -d, -f1 "${SRV[$a]}/phases.csv" 2>/dev/null); do
+		[ "$p" = write-mixed ] && continue
+		ea=$(value "${SRV[$a]}" "$p.events_fired") eb=$(value "${SRV[$b]}" "$p.events_fired")
+		n=$((n + 1))
+		if [ -z "$ea" ] || [ "$ea" != "$eb" ]; then
+			bad=$((bad + 1))
+			echo "    $p: $a fired [${ea//,/ }], $b fired [${eb//,/ }]"
+		fi
+	done
+	local all
+	all=$(sed -n 's/^[^=]*\.events_fired=//p' "${SRV[$a]}/summary" "${SRV[$b]}/summary" 2>/dev/null |
+		tr ',' '\n' | sort -u | grep -c . || true)
+	if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
+		pass "conformance $a vs $b: tracepoint parity, the same svcrdma events fire in all $n deterministic phases ($all distinct events)"
+	else
+		fail "conformance $a vs $b: tracepoints differ in $bad of $n phases (${SRV[$a]}/summary ${SRV[$b]}/summary)"
+	fi
+}
+
 table() {
 	local p f cols="post_send send_pullup dma_map_page post_write_chunk post_reply_chunk"
 	printf '%-14s %-6s' phase flavour
@@ -173,7 +196,10 @@ for f in "${FLAVOURS[@]}"; do
 	[ "$rc" = 0 ] || fail "conformance $f: a VM failed (status $rc; ${SRV[$f]}/console.log ${CLI[$f]}/console.log)"
 	check_flavour "$f"
 done
-[ ${#FLAVOURS[@]} -ge 2 ] && compare_flavours "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+if [ ${#FLAVOURS[@]} -ge 2 ]; then
+	compare_flavours "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+	compare_events "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+fi
 mkdir -p "$LOGS"
 table | tee "$LOGS/conformance-table.txt" | sed 's/^/    /'
 [ "$FAILS" = 0 ]

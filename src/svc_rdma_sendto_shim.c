@@ -130,6 +130,12 @@ void rs_sq_starve_inc(void)
 	percpu_counter_inc(&svcrdma_stat_sq_starve);
 }
 
+/* For the KUnit suite; percpu_counter_sum() differs between SMP and UP. */
+s64 rs_sq_starve_sum(void)
+{
+	return percpu_counter_sum(&svcrdma_stat_sq_starve);
+}
+
 /* Wait queues */
 
 void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket)

@@ -60,6 +60,7 @@ bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma);
 bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma);
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
+s64 rs_sq_starve_sum(void);
 
 /* Wait queues: wait_event() is a statement macro */
 void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket);

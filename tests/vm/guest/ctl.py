@@ -16,8 +16,10 @@ touches the Send path under test). The server, for each phase:
   ctl.py send HOST COMMAND...                (client; prints the answer)
 """
 
+import collections
 import glob
 import os
+import re
 import socket
 import sys
 import threading
@@ -83,16 +85,17 @@ def overruns():
     return total
 
 
-def count_events(events):
-    counts = dict.fromkeys(events, 0)
+EVENT_NAME = re.compile(r"\d+\.\d+: (\w+):")
+
+
+def count_events():
+    """How often each event occurs in the trace buffer."""
+    counts = collections.Counter()
     with open(f"{TRACING}/trace", errors="replace") as f:
         for line in f:
-            if line.startswith("#"):
-                continue
-            for e in events:
-                if f" {e}:" in line:
-                    counts[e] += 1
-                    break
+            m = EVENT_NAME.search(line)
+            if m and not line.startswith("#"):
+                counts[m.group(1)] += 1
     return counts
 
 
@@ -133,7 +136,11 @@ def serve(summary, phases_csv, events):
                 elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
                     t1 = time.time()
                     name = words[1]
-                    lines = [f"{name}.{e}={n}" for e, n in count_events(events).items()]
+                    counts = count_events()
+                    lines = [f"{name}.{e}={counts[e]}" for e in events]
+                    # Which Send-path events fired at all: the tracepoint parity
+                    # of the flavours is checked on these.
+                    lines.append(f"{name}.events_fired=" + ",".join(sorted(counts)))
                     lines += [f"{name}.rdma_stat_{s}={stat(s) - v}"
                               for s, v in state["stats"].items()]
                     lines.append(f"{name}.trace_overrun={overruns() - state['overrun']}")

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""A hostile RPC-over-RDMA client (pyverbs, rdma_cm): sends malformed and
+adversarial Calls to the NFS server's RDMA port and asserts what the server
+does with each, per RFC 8166 and the 7.3 server's rules (see
+../shared/docs/sendto-map.md, section 3.2):
+
+  reply       an RDMA_MSG or RDMA_NOMSG reply with the Call's XID
+  err_vers    RDMA_ERROR / ERR_VERS, versions 1..1
+  err_chunk   RDMA_ERROR / ERR_CHUNK
+  drop        nothing within the timeout; the connection still answers a NULL
+  disconnect  the server closes the connection (flushed completions)
+
+After every case a fresh connection must still get NULL answered: the server
+keeps serving.
+
+  hostile.py SERVER PORT REPETITIONS [CLASS...]
+
+Prints "class=<name> expected=<o> got=<o> x<n>" per class and a summary;
+exit status 1 if any class did not behave as expected.
+"""
+
+import struct
+import sys
+import time
+import zlib
+
+from pyverbs.cmid import CMID, AddrInfo, ConnParam
+from pyverbs.cq import CQ
+from pyverbs.mr import MR
+from pyverbs.qp import QPCap, QPInitAttr
+import pyverbs.cm_enums as ce
+import pyverbs.enums as e
+
+RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR = range(5)
+ERR_VERS, ERR_CHUNK = 1, 2
+NFS_PROG, NFS4_PROC_COMPOUND = 100003, 1
+RECV_SIZE = 8192
+RECVS = 16
+
+
+class Disconnected(Exception):
+    pass
+
+
+def u32(*vals):
+    return b"".join(struct.pack(">I", v & 0xFFFFFFFF) for v in vals)
+
+
+def segment(handle, length, offset):
+    return u32(handle, length) + struct.pack(">Q", offset)
+
+
+def xdr_opaque(data):
+    return u32(len(data)) + data + b"\0" * (-len(data) % 4)
+
+
+def rpc_call(xid, prog=NFS_PROG, vers=3, proc=0, body=b""):
+    # CALL, RPC version 2, AUTH_SYS as root (the export has no_root_squash),
+    # AUTH_NONE verifier.
+    cred = u32(0) + xdr_opaque(b"hostile") + u32(0, 0, 0)
+    return u32(xid, 0, 2, prog, vers, proc, 1) + xdr_opaque(cred) + u32(0, 0) + body
+
+
+def compound(xid, ops, minor=0):
+    """An NFSv4 COMPOUND with the given encoded operations."""
+    return rpc_call(xid, vers=4, proc=NFS4_PROC_COMPOUND,
+                    body=xdr_opaque(b"") + u32(minor, len(ops)) + b"".join(ops))
+
+
+OP_PUTROOTFH, OP_LOOKUP, OP_READ, OP_READDIR = 24, 15, 25, 26
+
+
+def op_readdir(maxcount):
+    # cookie 0, verifier 0, dircount, maxcount, attr bitmap {TYPE, SIZE}
+    return u32(OP_READDIR, 0, 0, 0, 0, maxcount, maxcount, 1, (1 << 1) | (1 << 4))
+
+
+def op_read(count):
+    # The anonymous stateid (all zeros): seqid + 12 bytes of other.
+    return u32(OP_READ, 0, 0, 0, 0) + struct.pack(">Q", 0) + u32(count)
+
+
+def header(xid, vers=1, credits=32, proc=RDMA_MSG, reads=b"", writes=b"", reply=b""):
+    """The transport header; reads/writes/reply are the already encoded
+    list bodies (without their terminators), empty for none."""
+    read_list = reads + u32(0)
+    write_list = writes + u32(0)
+    reply_chunk = reply if reply else u32(0)
+    return u32(xid, vers, credits, proc) + read_list + write_list + reply_chunk
+
+
+class Conn:
+    def __init__(self, server, port):
+        self.cmid = CMID(creator=AddrInfo(dst=server, dst_service=str(port), port_space=ce.RDMA_PS_TCP))
+        self.cq = CQ(self.cmid.context, 2048, None, None, 0)
+        cap = QPCap(max_send_wr=512, max_recv_wr=RECVS, max_send_sge=1, max_recv_sge=1)
+        self.cmid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
+        self.recvs = []
+        self.sends = []
+        for _ in range(RECVS):
+            self.post_recv()
+        self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=7))
+        self.keep = []          # MRs the server may RDMA into
+
+    def post_recv(self):
+        mr = MR(self.cmid.pd, RECV_SIZE, e.IBV_ACCESS_LOCAL_WRITE)
+        self.cmid.post_recv(mr)
+        self.recvs.append(mr)
+
+    def region(self, size):
+        """Memory the server may RDMA Write into (a Write or Reply chunk)."""
+        mr = MR(self.cmid.pd, size, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+                e.IBV_ACCESS_REMOTE_READ)
+        self.keep.append(mr)
+        return mr
+
+    def send(self, data):
+        mr = MR(self.cmid.pd, max(len(data), 1), e.IBV_ACCESS_LOCAL_WRITE)
+        if data:
+            mr.write(data, len(data))
+        self.cmid.post_send(mr)
+        self.sends.append(mr)
+
+    def recv(self, timeout):
+        """The next message from the server, None after timeout seconds."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            n, wcs = self.cq.poll(1)
+            if not n:
+                time.sleep(0.002)
+                continue
+            wc = wcs[0]
+            if wc.status != e.IBV_WC_SUCCESS:
+                raise Disconnected(f"completion status {wc.status}")
+            if wc.opcode & e.IBV_WC_RECV:
+                mr = self.recvs.pop(0)
+                data = mr.read(wc.byte_len, 0)
+                self.post_recv()
+                return data
+            self.sends.pop(0)
+        return None
+
+    def close(self):
+        try:
+            self.cmid.disconnect()
+        except Exception:
+            pass
+        self.cmid.close()
+
+
+def classify(data, xid):
+    if data is None:
+        return "drop"
+    if len(data) < 16:
+        return f"short reply ({len(data)} bytes)"
+    rxid, vers, _credits, proc = struct.unpack(">4I", data[:16])
+    if rxid != xid:
+        return f"reply to xid {rxid:#x}, not {xid:#x}"
+    if proc == RDMA_ERROR:
+        err = struct.unpack(">I", data[16:20])[0] if len(data) >= 20 else None
+        if err == ERR_VERS and data[20:28] == u32(1, 1):
+            return "err_vers"
+        return "err_chunk" if err == ERR_CHUNK else f"rdma_error {err}"
+    if proc not in (RDMA_MSG, RDMA_NOMSG) or vers != 1:
+        return f"proc {proc} vers {vers}"
+    if proc == RDMA_MSG and nfs4_status(data) not in (None, 0):
+        return "reply_nfs_error"
+    return "reply"
+
+
+def nfs4_status(data):
+    """The COMPOUND status of an inline NFSv4 reply, None if not one."""
+    try:
+        off = 16
+        while struct.unpack_from(">I", data, off)[0]:      # Read list
+            off += 24
+        off += 4
+        while struct.unpack_from(">I", data, off)[0]:      # Write list
+            n = struct.unpack_from(">I", data, off + 4)[0]
+            off += 8 + 16 * n
+        off += 4
+        if struct.unpack_from(">I", data, off)[0]:         # Reply chunk
+            n = struct.unpack_from(">I", data, off + 4)[0]
+            off += 8 + 16 * n
+        else:
+            off += 4
+        _xid, mtype, stat, _flavor, vlen = struct.unpack_from(">5I", data, off)
+        off += 20 + vlen + (-vlen % 4)
+        accept, status = struct.unpack_from(">2I", data, off)
+        return status if mtype == 1 and stat == 0 and accept == 0 else None
+    except struct.error:
+        return None
+
+
+def exchange(conn, xid, msg, timeout=3.0):
+    conn.send(msg)
+    try:
+        got = conn.recv(timeout)
+    except Disconnected:
+        return "disconnect"
+    outcome = classify(got, xid)
+    if outcome == "drop":
+        # Dropped, or closed without a completion yet: probe with a NULL.
+        probe = xid ^ 0x5A5A0000
+        try:
+            conn.send(header(probe) + rpc_call(probe))
+            if classify(conn.recv(timeout), probe) != "reply":
+                return "disconnect"
+        except Disconnected:
+            return "disconnect"
+    return outcome
+
+
+# Each class: name -> (expected outcome, builder(conn, xid) -> message).
+def cases():
+    big = 1 << 24
+
+    def null(c, x, **kw):
+        return header(x, **kw) + rpc_call(x)
+
+    def readdir(c, x, **kw):
+        return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), op_readdir(32768)])
+
+    def read_data(c, x, **kw):
+        return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), u32(OP_LOOKUP) +
+                                              xdr_opaque(b"data.bin"), op_read(65536)])
+
+    def wchunk(c, length, rkey=None, nseg=1):
+        mr = c.region(max(length, 4096))
+        return u32(1, nseg) + b"".join(
+            segment(rkey if rkey is not None else mr.rkey, length, mr.buf) for _ in range(nseg))
+
+    def rchunk(c, length, rkey=None):
+        mr = c.region(max(length, 4096))
+        return u32(1, 1) + segment(rkey if rkey is not None else mr.rkey, length, mr.buf)
+
+    return {
+        "null_baseline": ("reply", lambda c, x: null(c, x)),
+        "version_2": ("err_vers", lambda c, x: null(c, x, vers=2)),
+        "version_0": ("err_vers", lambda c, x: null(c, x, vers=0)),
+        "version_max": ("err_vers", lambda c, x: null(c, x, vers=0xFFFFFFFF)),
+        "proc_unknown_7": ("err_chunk", lambda c, x: null(c, x, proc=7)),
+        "proc_msgp": ("err_chunk", lambda c, x: null(c, x, proc=RDMA_MSGP)),
+        "proc_done": ("drop", lambda c, x: null(c, x, proc=RDMA_DONE)),
+        "proc_error": ("drop", lambda c, x: null(c, x, proc=RDMA_ERROR)),
+        "header_truncated_24": ("err_chunk", lambda c, x: u32(x, 1, 32, RDMA_MSG, 0, 0)),
+        "header_only_fixed_16": ("err_chunk", lambda c, x: u32(x, 1, 32, RDMA_MSG)),
+        "header_8_bytes": ("err_chunk", lambda c, x: u32(x, 1)),
+        "write_chunk_segcount_huge": ("err_chunk", lambda c, x: header(x, writes=u32(1, big)) + rpc_call(x)),
+        "write_chunk_segcount_0": ("err_chunk", lambda c, x: header(x, writes=u32(1, 0)) + rpc_call(x)),
+        "reply_chunk_segcount_huge": ("err_chunk", lambda c, x: header(x, reply=u32(1, big)) + rpc_call(x)),
+        "read_list_unterminated": ("err_chunk", lambda c, x: u32(x, 1, 32, RDMA_MSG) +
+                                   b"".join(u32(1, 0) + segment(1, 4, 0) for _ in range(4))),
+        "read_position_misaligned": ("err_chunk", lambda c, x: header(
+            x, reads=u32(1, 3) + segment(1, 64, 0)) + rpc_call(x)),
+        "eight_unused_write_chunks": ("reply", lambda c, x: header(
+            x, writes=b"".join(wchunk(c, 4096) for _ in range(8))) + rpc_call(x)),
+        "reply_chunk_too_small": ("err_chunk", lambda c, x: readdir(c, x, reply=rchunk(c, 64))),
+        "reply_too_large_no_chunk": ("err_chunk", lambda c, x: readdir(c, x)),
+        "reply_chunk_bad_rkey": ("disconnect", lambda c, x: readdir(c, x, reply=rchunk(c, 65536, rkey=0xDEAD00))),
+        # svc_rdma_result_payload refuses a payload longer than the Write
+        # chunk (-E2BIG): nfsd answers the READ with an NFS error.
+        "write_chunk_smaller_than_read": ("reply_nfs_error", lambda c, x: read_data(c, x, writes=wchunk(c, 100))),
+        "write_chunk_bad_rkey": ("disconnect", lambda c, x: read_data(c, x, writes=wchunk(c, 65536, rkey=0xBEEF00))),
+        "write_chunk_used_ok": ("reply", lambda c, x: read_data(c, x, writes=wchunk(c, 65536))),
+        "reply_chunk_used_ok": ("reply", lambda c, x: readdir(c, x, reply=rchunk(c, 65536))),
+        # Nothing to take an XID from: no answer (an answer could only carry
+        # whatever the receive buffer held before).
+        "empty_send": ("drop", lambda c, x: b""),
+        "garbage_rpc": ("reply", lambda c, x: header(x) + u32(x, 0, 2) + b"\xff" * 64),
+        "wrong_program": ("reply", lambda c, x: header(x) + rpc_call(x, prog=100099)),
+    }
+
+
+def credit_overrun(server, port, calls=400):
+    """More outstanding Calls than granted credits, without waiting for
+    replies; the server must survive it (the client may be cut off)."""
+    conn = Conn(server, port)
+    answered = 0
+    try:
+        for i in range(calls):
+            x = 0x77000000 + i
+            conn.send(header(x) + rpc_call(x))
+        while conn.recv(2.0) is not None:
+            answered += 1
+    except Disconnected:
+        pass
+    conn.close()
+    return answered
+
+
+def disconnect_in_flight(server, port, calls=32):
+    """Large replies requested, then the connection dropped at once."""
+    conn = Conn(server, port)
+    for i in range(calls):
+        x = 0x66000000 + i
+        mr = conn.region(65536)
+        conn.send(header(x, reply=u32(1, 1) + segment(mr.rkey, 65536, mr.buf)) +
+                  compound(x, [u32(OP_PUTROOTFH), op_readdir(32768)]))
+    conn.close()
+
+
+def alive(server, port):
+    conn = Conn(server, port)
+    try:
+        x = 0x11110000
+        conn.send(header(x) + rpc_call(x))
+        return classify(conn.recv(5.0), x) == "reply"
+    except Disconnected:
+        return False
+    finally:
+        conn.close()
+
+
+def main():
+    server, port, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    wanted = sys.argv[4:]
+    table = cases()
+    bad = 0
+    total = 0
+    for name, (expected, build) in table.items():
+        if wanted and name not in wanted:
+            continue
+        outcomes = {}
+        for r in range(reps):
+            conn = Conn(server, port)
+            xid = 0x40000000 + (zlib.crc32(name.encode()) & 0xFFFF) * 256 + r
+            try:
+                got = exchange(conn, xid, build(conn, xid))
+            finally:
+                conn.close()
+            outcomes[got] = outcomes.get(got, 0) + 1
+            total += 1
+        ok = list(outcomes) == [expected]
+        live = alive(server, port)
+        bad += (not ok) + (not live)
+        print(f"class={name} expected={expected} got={','.join(f'{k}x{v}' for k, v in outcomes.items())}"
+              f" server_alive={'yes' if live else 'NO'} {'ok' if ok and live else 'FAIL'}", flush=True)
+    if not wanted or "credit_overrun" in wanted:
+        n = credit_overrun(server, port)
+        live = alive(server, port)
+        bad += not live
+        print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={'yes' if live else 'NO'}"
+              f" {'ok' if live else 'FAIL'}", flush=True)
+    if not wanted or "disconnect_in_flight" in wanted:
+        for _ in range(reps):
+            disconnect_in_flight(server, port)
+        live = alive(server, port)
+        bad += not live
+        print(f"class=disconnect_in_flight expected=survives got=x{reps} server_alive={'yes' if live else 'NO'}"
+              f" {'ok' if live else 'FAIL'}", flush=True)
+    print(f"hostile: {len(table) + 2} classes, {total} adversarial Calls, {bad} failures")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
