@@ -15,7 +15,7 @@ export KDIR KSRC LLVM RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -75,6 +75,11 @@ conformance:
 	@scripts/check.sh conformance
 
 pair: conformance
+
+# Malformed and adversarial Calls from a pyverbs client (rust asserted, c
+# compared). Part of `make check`.
+hostile:
+	@scripts/check.sh hostile
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile]: the test suite behind `make check`.
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
@@ -270,6 +270,18 @@ do_conformance() {
 	return $rc
 }
 
+# The hostile-client suite (scripts/hostile.sh): rust asserted, c compared.
+do_hostile() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "${line#PASS: }" ;;
+		FAIL:*) bad "${line#FAIL: }" ;;
+		*) echo "$line" ;;
+		esac
+	done < <(bash "$TOP/scripts/hostile.sh" 3 2>&1)
+}
+
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
 	local line
@@ -290,6 +302,7 @@ all)
 		phase kunit do_kunit || true
 		phase e2e do_e2e || true
 		phase conformance do_conformance || true
+		phase hostile do_hostile || true
 		phase install do_install || true
 	fi
 	;;
@@ -299,6 +312,7 @@ kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || t
 e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
 conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install]" ;;
+hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile]" ;;
 esac
 summary

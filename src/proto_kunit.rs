@@ -64,10 +64,15 @@ mod tests {
         assert_eq!(vectors::v11_count_sges_and_pull_up(), Ok(()));
     }
 
+    #[test]
+    fn v12_error_ids() {
+        assert_eq!(vectors::v12_error_ids(), Ok(()));
+    }
+
     /// The list the host runner loops over holds every vector above.
     #[test]
     fn all_vectors_listed() {
-        assert_eq!(vectors::ALL.len(), 10);
+        assert_eq!(vectors::ALL.len(), 11);
         for (_, case) in vectors::ALL {
             assert_eq!(case(), Ok(()));
         }

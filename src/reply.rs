@@ -59,18 +59,21 @@ unsafe fn commit_header(ctxt: *mut sys::svc_rdma_send_ctxt, len: usize) {
     }
 }
 
-/// The Call's XID and version words (the first two of its header).
+/// The Call's XID and version words (the first two of its header), from
+/// the bytes actually received: `None` for a message shorter than an XID,
+/// which the Receive path also hands to `svc_rdma_send_error_msg`.
 ///
 /// # Safety
 ///
-/// `rctxt` is a received Call, whose header is at least 8 bytes (the
-/// Receive path checks the minimum header size before anything answers).
-unsafe fn call_xid_vers(rctxt: *const sys::svc_rdma_recv_ctxt) -> (u32, u32) {
-    // SAFETY: per the caller.
-    let w = unsafe { (*rctxt).rc_recv_buf.cast::<[u8; 4]>() };
-    // SAFETY: as above; possibly unaligned.
-    let (xid, vers) = unsafe { (w.read_unaligned(), w.add(1).read_unaligned()) };
-    (u32::from_be_bytes(xid), u32::from_be_bytes(vers))
+/// `rctxt` is a received Call.
+unsafe fn call_xid_vers(rctxt: *const sys::svc_rdma_recv_ctxt) -> Option<(u32, u32)> {
+    // SAFETY: per the caller; the receive buffer holds `rc_byte_len` bytes
+    // of the Call (and is larger than eight bytes).
+    let received = unsafe {
+        let len = ((*rctxt).rc_byte_len as usize).min(8);
+        core::slice::from_raw_parts((*rctxt).rc_recv_buf.cast::<u8>(), len)
+    };
+    encode::error_reply_ids(received)
 }
 
 /// `svc_rdma_result_payload`: assigns a DDP-eligible result payload
@@ -150,7 +153,10 @@ pub(crate) unsafe fn send_error_msg(
 ) {
     let p = sctxt.as_ptr();
     // SAFETY: per the caller.
-    let (xid, vers) = unsafe { call_xid_vers(rctxt) };
+    let Some((xid, vers)) = (unsafe { call_xid_vers(rctxt) }) else {
+        // Nothing to answer to; dropping `sctxt` puts it back.
+        return;
+    };
     let hdr = FixedHeader {
         xid,
         vers,
@@ -238,8 +244,9 @@ unsafe fn encode_reply_header(
     rctxt: *mut sys::svc_rdma_recv_ctxt,
     rc_size: u32,
 ) -> Result<(), Error> {
-    // SAFETY: per the caller.
-    let (xid, vers) = unsafe { call_xid_vers(rctxt) };
+    // SAFETY: per the caller. A Call that reached nfsd was decoded, so it
+    // is longer than its XID; should it not be, nothing can be answered.
+    let (xid, vers) = unsafe { call_xid_vers(rctxt) }.ok_or(EINVAL)?;
     let hdr = FixedHeader {
         xid,
         vers,

@@ -178,6 +178,22 @@ pub(crate) fn encode_reply_chunk_traced(
     )
 }
 
+/// The XID and version an RDMA_ERROR echoes, from the first bytes of the
+/// Call as received (`received` holds at most its first eight bytes).
+///
+/// A message too short to carry an XID gets no answer: past the received
+/// bytes the receive buffer holds what an earlier message left there, which
+/// the C code echoes to the peer as the XID. A missing version word reads as
+/// version 1, for the same reason.
+pub(crate) fn error_reply_ids(received: &[u8]) -> Option<(u32, u32)> {
+    let xid: [u8; 4] = received.get(0..4)?.try_into().ok()?;
+    let vers = match received.get(4..8) {
+        Some(v) => u32::from_be_bytes(v.try_into().ok()?),
+        None => super::RPCRDMA_VERSION,
+    };
+    Some((u32::from_be_bytes(xid), vers))
+}
+
 /// The RDMA_ERROR header of `svc_rdma_send_error_msg`. ERR_VERS carries
 /// the range of versions this server speaks: 1 to 1.
 pub(crate) fn encode_error(

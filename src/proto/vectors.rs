@@ -448,6 +448,31 @@ pub(crate) fn v11_count_sges_and_pull_up() -> Outcome {
     Ok(())
 }
 
+/// V12: an RDMA_ERROR takes its XID and version only from bytes the client
+/// sent; a message shorter than an XID is not answered.
+pub(crate) fn v12_error_ids() -> Outcome {
+    let call = [0xde, 0xad, 0xbe, 0xef, 0, 0, 0, 2, 0xff, 0xff];
+    check!(error_reply_ids(&[]).is_none(), "V12 empty message");
+    check!(error_reply_ids(&call[..3]).is_none(), "V12 three bytes");
+    check!(
+        error_reply_ids(&call[..4]) == Some((0xdead_beef, 1)),
+        "V12 XID only: version 1"
+    );
+    check!(
+        error_reply_ids(&call[..7]) == Some((0xdead_beef, 1)),
+        "V12 partial version word: version 1"
+    );
+    check!(
+        error_reply_ids(&call[..8]) == Some((0xdead_beef, 2)),
+        "V12 XID and version echoed"
+    );
+    check!(
+        error_reply_ids(&call) == Some((0xdead_beef, 2)),
+        "V12 bytes past the version ignored"
+    );
+    Ok(())
+}
+
 /// A named vector.
 pub(crate) type Vector = (&'static str, fn() -> Outcome);
 
@@ -463,4 +488,5 @@ pub(crate) const ALL: &[Vector] = &[
     ("v8_err_chunk", v8_err_chunk),
     ("v9_overflow", v9_overflow),
     ("v11_count_sges_and_pull_up", v11_count_sges_and_pull_up),
+    ("v12_error_ids", v12_error_ids),
 ];

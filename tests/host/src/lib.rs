@@ -30,6 +30,6 @@ mod vector_tests {
             }
         }
         assert!(failed.is_empty(), "failed vectors: {failed:?}");
-        assert_eq!(super::vectors::ALL.len(), 10);
+        assert_eq!(super::vectors::ALL.len(), 11);
     }
 }

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# hostile.sh [REPETITIONS]: the hostile-client suite (tests/vm/guest/hostile.py,
+# 29 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
+# against the rust flavour, asserted, and against the c flavour for
+# comparison: a table of what each flavour did per class. In both runs a
+# well-behaved NFSv3 client runs a verifying fio throughout, and afterwards
+# the Send path's leak counters must read zero and rpcrdma must unload.
+# Prints PASS:/FAIL: lines (the rust flavour's) and exits non-zero on any.
+
+. "$(dirname "$0")/lib.sh"
+
+REPS=${1:-3}
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+declare -A RUN
+for f in rust c; do
+	rc=0
+	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS") || rc=$?
+	if [ "$f" = rust ]; then
+		while IFS= read -r line; do
+			case $line in
+			PASS:*) pass "${line#PASS: }" ;;
+			FAIL:*) fail "${line#FAIL: } (${RUN[$f]}/guest.log)" ;;
+			esac
+		done < <(grep -E '^(PASS|FAIL): ' "${RUN[$f]}/guest.log" 2>/dev/null)
+		[ "$rc" = 0 ] || fail "hostile rust: VM status $rc (${RUN[$f]}/console.log)"
+		n=$(grep -c '^class=' "${RUN[$f]}/hostile.txt" 2>/dev/null || true)
+		[ "${n:-0}" -ge 20 ] || fail "hostile rust: only ${n:-0} classes ran (${RUN[$f]}/hostile.txt)"
+	fi
+done
+# Side by side: expected, rust, c.
+echo "    hostile classes x $REPS (outcome per flavour; c for comparison, not asserted):"
+join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "${RUN[rust]}/hostile.txt" | sort) \
+	<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "${RUN[c]}/hostile.txt" | sort) |
+	awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |
+	tee "$LOGS/hostile-table.txt"
+[ "$FAILS" = 0 ]
