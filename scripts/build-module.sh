@@ -42,7 +42,8 @@ ln -s "$XPRT/Makefile" "$STAGE/upstream.mk"
 ln -s "$TOP/Kbuild" "$STAGE/Kbuild"
 cp -as "$TOP/src" "$TOP/bindings" "$STAGE/"
 
-version=$(make -s --no-print-directory -C "$KSRC" kernelversion 2>/dev/null || echo unknown)
+# Outside any make that called us (DKMS): its MAKEFLAGS would add directory lines.
+version=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$KSRC" kernelversion 2>/dev/null || echo unknown)
 # The git revision; a copy without git (DKMS) is named by dkms.conf's version.
 rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null ||
 	sed -n 's/^PACKAGE_VERSION="\(.*\)"/v\1/p' "$TOP/dkms.conf")
