@@ -15,7 +15,7 @@ export KDIR KSRC LLVM RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -80,6 +80,10 @@ pair: conformance
 # compared). Part of `make check`.
 hostile:
 	@scripts/check.sh hostile
+
+# Send Queue exhaustion and load/unload cycles. Part of `make check`.
+stress:
+	@scripts/check.sh stress
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress]: the test suite behind `make check`.
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
@@ -282,6 +282,16 @@ do_hostile() {
 	done < <(bash "$TOP/scripts/hostile.sh" 3 2>&1)
 }
 
+# Send Queue exhaustion (4 credits, 32 threads, deep queues) and unload
+# safety (refused while mounted; load/unload cycles without leaks), rust.
+do_stress() {
+	local run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 600 -n stress-rust stress rust 15 20) || rc=$?
+	relay_guest "stress rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^(sq_|unload_)' "$run/summary" | sed 's/^/    /'
+	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
+}
+
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
 	local line
@@ -303,6 +313,7 @@ all)
 		phase e2e do_e2e || true
 		phase conformance do_conformance || true
 		phase hostile do_hostile || true
+		phase stress do_stress || true
 		phase install do_install || true
 	fi
 	;;
@@ -313,6 +324,7 @@ e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
 conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile]" ;;
+stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress]" ;;
 esac
 summary

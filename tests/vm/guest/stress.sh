@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# stress.sh FLAVOUR SECONDS CYCLES: Send Queue exhaustion and unload safety.
+#  1. Minimal credits (max_requests 4, so the smallest Send Queue the
+#     server sizes), 32 nfsd threads, and a client with deep queues over
+#     four connections (nconnect) reading and writing 1 MiB blocks with
+#     crc32c verify for SECONDS: I/O must keep progressing and verify, and
+#     rdma_stat_sq_starve counts the Sends that had to wait for SQ entries
+#     (the ticket path of svc_rdma_sq_wait).
+#  2. rmmod while mounted is refused; after umount and nfsd stop the leak
+#     counters read 0 and rpcrdma unloads; then CYCLES load/unload cycles,
+#     every fifth one serving a mount and a checksummed copy in between.
+. /work/tests/vm/guest/lib.sh
+
+flavour=$1 secs=$2 cycles=$3
+ko=/work/build/$flavour/rpcrdma.ko
+load_rpcrdma "$flavour"
+setup_rxe
+echo 4 >/proc/sys/sunrpc/svc_rdma/max_requests
+NFSD_THREADS=32 start_nfsd
+MOUNT_OPTS=nconnect=4 mount_rdma 3 /mnt/s || { fail "NFSv3 nconnect mount"; exit 1; }
+starve0=$(stat_rdma sq_starve)
+if fio --name=sq --directory=/mnt/s --rw=randrw --bs=1m --size=16m --numjobs=4 \
+	--direct=1 --ioengine=libaio --iodepth=32 --runtime="$secs" --time_based \
+	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
+	--serialize_overlap=1 --verify_state_save=0 --group_reporting \
+	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1; then
+	kib=$(grep '^3;' /tmp/fio.out | tail -n 1 | awk -F';' '{ print $6 + $47 }')
+	result sq_KiB_verified "$kib"
+	[ "${kib:-0}" -gt 0 ] && pass "sq: 1 MiB I/O at depth 4x32 over 4 connections with 4 credits kept going, $kib KiB verified"
+else
+	tail -n 10 /tmp/fio.out
+	fail "sq: fio failed with minimal credits"
+fi
+starved=$(($(stat_rdma sq_starve) - starve0))
+result sq_starve "$starved"
+if [ "$starved" -gt 0 ]; then
+	pass "sq: $starved Sends waited for Send Queue entries (rdma_stat_sq_starve) and were served"
+else
+	fail "sq: the Send Queue never ran out (rdma_stat_sq_starve 0): the ticket path was not exercised"
+fi
+
+if rmmod rpcrdma 2>/dev/null; then
+	fail "unload: rmmod rpcrdma succeeded while an NFS/RDMA mount was active"
+else
+	pass "unload: rmmod rpcrdma refused while mounted"
+fi
+umount /mnt/s
+rpc.nfsd 0
+sleep 1
+leaks() {
+	for p in send_ctxts_live send_pages_held send_sges_mapped; do
+		f=/sys/module/rpcrdma/parameters/$p
+		[ -r $f ] && [ "$(cat $f)" != 0 ] && echo "$p=$(cat $f)"
+	done
+	true
+}
+l=$(leaks)
+[ -z "$l" ] || fail "unload: Send path still holds $l after umount and nfsd stop"
+rmmod rpcrdma || { fail "unload: rmmod rpcrdma after umount and nfsd stop"; exit 1; }
+head -c 1048576 /dev/urandom >/tmp/copy
+want=$(sha256sum </tmp/copy | cut -d' ' -f1)
+i=0 served=0
+while [ $i -lt "$cycles" ]; do
+	i=$((i + 1))
+	insmod "$ko" || { fail "unload: insmod in cycle $i"; break; }
+	if [ $((i % 5)) = 0 ]; then
+		rpc.nfsd 8
+		echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
+		if mount_rdma 3 /mnt/s && cp /tmp/copy /mnt/s/copy && umount /mnt/s &&
+			mount_rdma 3 /mnt/s && [ "$(sha256sum </mnt/s/copy | cut -d' ' -f1)" = "$want" ]; then
+			served=$((served + 1))
+		else
+			fail "unload: cycle $i did not serve a verified copy"
+		fi
+		umount /mnt/s 2>/dev/null
+		rpc.nfsd 0
+	fi
+	l=$(leaks)
+	[ -z "$l" ] || fail "unload: cycle $i left $l"
+	rmmod rpcrdma || { fail "unload: rmmod in cycle $i"; break; }
+done
+result unload_cycles "$i"
+result unload_cycles_serving "$served"
+[ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
+	pass "unload: $cycles load/unload cycles, $served of them serving a verified copy, no leak, no refusal"
+result failures $FAILS
+exit $FAILS
