@@ -193,7 +193,7 @@ def nfs4_status(data):
         return None
 
 
-def exchange(conn, xid, msg, timeout=3.0):
+def exchange(conn, xid, msg, timeout=6.0):
     conn.send(msg)
     try:
         got = conn.recv(timeout)
