@@ -15,7 +15,7 @@ export KDIR KSRC LLVM RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -84,6 +84,10 @@ hostile:
 # Send Queue exhaustion and load/unload cycles. Part of `make check`.
 stress:
 	@scripts/check.sh stress
+
+# Fault injection (RPCRDMA_RS_FAULT_INJECTION=y build). Part of `make check`.
+faults:
+	@scripts/check.sh faults
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults]: the test suite behind `make check`.
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
@@ -292,6 +292,22 @@ do_stress() {
 	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
 }
 
+# Fault injection (RPCRDMA_RS_FAULT_INJECTION=y build of the rust flavour):
+# 100 faults at each of 4 points under a verifying load.
+do_faults() {
+	local run rc=0
+	if ! MODULE_MAKE_ARGS="RPCRDMA_RS_FAULT_INJECTION=y" \
+		bash "$TOP/scripts/build-module.sh" rust rust-fault >/dev/null 2>&1; then
+		bad "fault-injection build ($LOGS/module-rust-fault.log)"
+		return 1
+	fi
+	ok "rpcrdma.ko builds with RPCRDMA_RS_FAULT_INJECTION=y"
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n faults-rust faults 100) || rc=$?
+	relay_guest "faults rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "faults rust VM run (status $rc, logs in $run)"
+}
+
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
 	local line
@@ -314,6 +330,7 @@ all)
 		phase conformance do_conformance || true
 		phase hostile do_hostile || true
 		phase stress do_stress || true
+		phase faults do_faults || true
 		phase install do_install || true
 	fi
 	;;
@@ -325,6 +342,7 @@ conformance) phase setup do_setup && phase build do_build && phase conformance d
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress]" ;;
+faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults]" ;;
 esac
 summary

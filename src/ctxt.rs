@@ -225,6 +225,9 @@ fn free_list_pop(rdma: &Rdma) -> *mut sys::svc_rdma_send_ctxt {
 /// `svc_rdma_send_ctxt_get`: a ready-to-use ctxt, from the free list, from
 /// completed ones not yet released, or newly allocated. May sleep.
 pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<SendCtxt> {
+    if crate::fault::inject(crate::fault::Point::CtxtGet) {
+        return None;
+    }
     let mut ctxt = free_list_pop(rdma);
     if ctxt.is_null() {
         send_ctxts_drain(rdma);

@@ -102,6 +102,14 @@ fn page_dma_map(
     };
     // SAFETY: tracepoints reading the ctxt's cid.
     let cid = unsafe { addr_of_mut!((*ctxt).sc_cid) };
+    if rc == 0 && crate::fault::inject(crate::fault::Point::DmaMap) {
+        // As if the mapping had failed: undo it, then take the error path.
+        // SAFETY: `addr` was just mapped for `len` bytes.
+        unsafe { sys::rs_ib_dma_unmap_page(rdma.device(), addr, len as usize) };
+        // SAFETY: as above.
+        unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
+        return Err(EIO);
+    }
     if rc != 0 {
         // SAFETY: as above.
         unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };

@@ -237,7 +237,7 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
     if let Err(e) = sq_wait(rdma, &cid, sqecount) {
         return Err((e, ctxt));
     }
-    post_chain(rdma, ctxt, sys::rs_ib_post_send)
+    post_chain(rdma, ctxt, crate::fault::post_fn())
 }
 
 /// The signature of `ib_post_send`.

@@ -16,6 +16,7 @@ mod ctxt;
 pub mod exports;
 #[cfg(CONFIG_KUNIT = "y")]
 mod fakes;
+mod fault;
 mod layout;
 mod mapping;
 mod pcl;

@@ -338,3 +338,88 @@ void rs_trace_send_err(const struct svc_rqst *rqstp, int status)
 {
 	trace_svcrdma_send_err(rqstp, status);
 }
+
+#ifdef RPCRDMA_RS_FAULT_INJECTION
+/*
+ * Fault injection (RPCRDMA_RS_FAULT_INJECTION=y builds only), with the
+ * kernel's fault-injection framework. Each point is a fault_attr set by
+ * writing "<interval>,<probability>,<space>,<times>" (as for failslab=) to
+ * /sys/module/rpcrdma/parameters/fail_<point>; reading it gives the number
+ * of faults injected there so far.
+ */
+#include <linux/fault-inject.h>
+
+static struct fault_attr rs_fault_attrs[RS_FAULT_POINTS] = {
+	[0 ... RS_FAULT_POINTS - 1] = FAULT_ATTR_INITIALIZER,
+};
+static atomic_t rs_fault_injected[RS_FAULT_POINTS];
+
+bool rs_fault(int point)
+{
+	if (point < 0 || point >= RS_FAULT_POINTS ||
+	    !should_fail(&rs_fault_attrs[point], 1))
+		return false;
+	atomic_inc(&rs_fault_injected[point]);
+	return true;
+}
+
+int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
+			   const struct ib_send_wr **bad_wr)
+{
+	const struct ib_send_wr *last = wr, *prev = NULL;
+	struct ib_send_wr *cut;
+	int ret;
+
+	if (rs_fault(RS_FAULT_POST_FIRST)) {
+		*bad_wr = wr;
+		return -ENOMEM;
+	}
+	while (last->next) {
+		prev = last;
+		last = last->next;
+	}
+	if (!prev || !rs_fault(RS_FAULT_POST_MID))
+		return ib_post_send(qp, wr, bad_wr);
+	/* Post every WR but the last (the Send), then fail the Send. */
+	cut = (struct ib_send_wr *)prev;
+	cut->next = NULL;
+	ret = ib_post_send(qp, wr, bad_wr);
+	cut->next = (struct ib_send_wr *)last;
+	if (ret)
+		return ret;
+	*bad_wr = last;
+	return -ENOMEM;
+}
+
+static int rs_fault_set(const char *val, const struct kernel_param *kp)
+{
+	struct fault_attr *attr = &rs_fault_attrs[(long)kp->arg];
+	char buf[64];
+
+	strscpy(buf, val, sizeof(buf));
+	if (!setup_fault_attr(attr, strim(buf)))
+		return -EINVAL;
+	/* A line per fault, without the stack dump of the default (2). */
+	attr->verbose = 1;
+	return 0;
+}
+
+static int rs_fault_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&rs_fault_injected[(long)kp->arg]));
+}
+
+static const struct kernel_param_ops rs_fault_ops = {
+	.set = rs_fault_set,
+	.get = rs_fault_get,
+};
+
+module_param_cb(fail_send_ctxt_get, &rs_fault_ops, (void *)RS_FAULT_CTXT_GET, 0644);
+MODULE_PARM_DESC(fail_send_ctxt_get, "Fault injection: svc_rdma_send_ctxt_get returns NULL");
+module_param_cb(fail_dma_map, &rs_fault_ops, (void *)RS_FAULT_DMA_MAP, 0644);
+MODULE_PARM_DESC(fail_dma_map, "Fault injection: mapping a reply page fails");
+module_param_cb(fail_post_first, &rs_fault_ops, (void *)RS_FAULT_POST_FIRST, 0644);
+MODULE_PARM_DESC(fail_post_first, "Fault injection: ib_post_send fails at the first WR");
+module_param_cb(fail_post_mid, &rs_fault_ops, (void *)RS_FAULT_POST_MID, 0644);
+MODULE_PARM_DESC(fail_post_mid, "Fault injection: ib_post_send fails at the Send after posting the chunk Writes");
+#endif /* RPCRDMA_RS_FAULT_INJECTION */

@@ -89,6 +89,21 @@ int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 		       unsigned long offset, size_t len, u64 *addr);
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
 void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len);
+/*
+ * Fault-injection points of RPCRDMA_RS_FAULT_INJECTION=y builds; rs_fault()
+ * and rs_ib_post_send_faulty() exist only in those.
+ */
+enum rs_fault_point {
+	RS_FAULT_CTXT_GET,
+	RS_FAULT_DMA_MAP,
+	RS_FAULT_POST_FIRST,
+	RS_FAULT_POST_MID,
+	RS_FAULT_POINTS
+};
+
+bool rs_fault(int point);
+int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
+			   const struct ib_send_wr **bad_wr);
 int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 

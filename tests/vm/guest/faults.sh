@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# faults.sh FAULTS: fault injection into the Rust Send path of a
+# RPCRDMA_RS_FAULT_INJECTION=y build (build/rust-fault/rpcrdma.ko), under a
+# verifying fio load on an NFSv3 RDMA mount (plus small direct reads, whose
+# replies are mapped page by page). For each point FAULTS faults
+# are injected (every 10th pass through it fails, up to FAULTS times): the
+# affected connection closes, the client reconnects, and fio must go on
+# verifying. Afterwards nothing may be left: leak counters 0, rmmod works.
+. /work/tests/vm/guest/lib.sh
+
+faults=$1
+ko=/work/build/rust-fault/rpcrdma.ko
+P=/sys/module/rpcrdma/parameters
+modprobe ib_core
+modprobe rdma_cm
+modprobe sunrpc
+modprobe rdma_rxe
+insmod $ko || { fail "insmod $ko"; exit 1; }
+[ -w $P/fail_post_mid ] || { fail "$ko has no fault-injection parameters"; exit 1; }
+result module_version "$(cat /sys/module/rpcrdma/version)"
+setup_rxe
+start_nfsd
+mount_rdma 3 /mnt/f || { fail "NFSv3 mount"; exit 1; }
+fio --name=faults --directory=/mnt/f --rw=randrw --bs=64k --size=16m \
+	--direct=1 --ioengine=libaio --iodepth=8 --runtime=1200 --time_based \
+	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+	--serialize_overlap=1 --verify_state_save=0 \
+	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
+fio_pid=$!
+# Inline replies with page data, sent as mapped SGEs (the DMA-map point):
+# small direct reads, in a loop beside fio.
+head -c 3000 /dev/urandom >/mnt/f/small
+(while :; do dd if=/mnt/f/small of=/dev/null bs=2000 count=1 iflag=direct status=none 2>/dev/null; done) &
+reads_pid=$!
+sleep 3
+# The client's count of RDMA connections made (mountstats "xprt: rdma").
+connects() { awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats; }
+for point in send_ctxt_get dma_map post_first post_mid; do
+	before=$(cat $P/fail_$point)
+	c0=$(connects)
+	t0=$(date +%s)
+	echo "10,100,0,$faults" >$P/fail_$point
+	n=0
+	while [ $(($(date +%s) - t0)) -lt 240 ]; do
+		n=$(($(cat $P/fail_$point) - before))
+		[ $n -ge "$faults" ] && break
+		kill -0 $fio_pid 2>/dev/null || break
+		sleep 1
+	done
+	echo "1,0,0,0" >$P/fail_$point
+	sleep 2
+	c=$(($(connects) - c0))
+	result "injected_$point" "$n"
+	result "reconnects_$point" "$c"
+	result "seconds_$point" "$(($(date +%s) - t0))"
+	if [ $n -ge "$faults" ] && [ $c -gt 0 ]; then
+		pass "faults: $n injected at $point; the client reconnected $c times and I/O went on"
+	elif [ $n -ge "$faults" ]; then
+		fail "faults: $n injected at $point but the connection never closed"
+	else
+		fail "faults: only $n of $faults injected at $point in 240 s"
+	fi
+	kill -0 $fio_pid 2>/dev/null || { fail "faults: fio stopped during $point"; break; }
+done
+kill $reads_pid
+# The load must still be running and verifying after the last fault.
+sleep 5
+if kill -0 $fio_pid 2>/dev/null; then
+	kill -INT $fio_pid
+	wait $fio_pid || true
+	kib=$(grep '^3;' /tmp/fio.out | awk -F';' '{ print $6 + $47 }')
+	result fio_KiB "$kib"
+	pass "faults: fio verified its data through every injected fault ($kib KiB)"
+else
+	tail -n 5 /tmp/fio.out
+	fail "faults: fio stopped (verify error or I/O error)"
+fi
+umount /mnt/f
+rpc.nfsd 0
+sleep 1
+for p in send_ctxts_live send_pages_held send_sges_mapped; do
+	v=$(cat $P/$p)
+	result "after_$p" "$v"
+	[ "$v" = 0 ] || fail "faults: $p is $v after the server stopped"
+done
+if rmmod rpcrdma; then pass "faults: rpcrdma unloads"; else fail "faults: rpcrdma does not unload"; fi
+result failures $FAILS
+exit $FAILS
