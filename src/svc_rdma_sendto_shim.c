@@ -352,6 +352,7 @@ void rs_trace_send_err(const struct svc_rqst *rqstp, int status)
 static struct fault_attr rs_fault_attrs[RS_FAULT_POINTS] = {
 	[0 ... RS_FAULT_POINTS - 1] = FAULT_ATTR_INITIALIZER,
 };
+
 static atomic_t rs_fault_injected[RS_FAULT_POINTS];
 
 bool rs_fault(int point)
