@@ -109,17 +109,26 @@ do_build() {
 	do_lint
 }
 
+# relay_script PREFIX CMD...: run a test script; its PASS:/FAIL: lines count
+# as checks here (named with PREFIX), other lines are shown indented.
+# Returns the script's exit status.
+relay_script() {
+	local prefix=$1 line
+	shift
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "$prefix${line#PASS: }" ;;
+		FAIL:*) bad "$prefix${line#FAIL: }" ;;
+		*) echo "    $line" ;;
+		esac
+	done < <("$@" 2>&1; echo $? >"$LOGS/relay.rc")
+	return "$(cat "$LOGS/relay.rc")"
+}
+
 # Lint (scripts/lint.sh, also `make lint`): rustfmt, checkpatch --strict,
 # kernel-doc, and a CLIPPY=1 build of the rust flavour with no warning.
 do_lint() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "lint: ${line#PASS: }" ;;
-		FAIL:*) bad "lint: ${line#FAIL: }" ;;
-		*) echo "    $line" ;;
-		esac
-	done < <(bash "$TOP/scripts/lint.sh" 2>&1)
+	relay_script "lint: " bash "$TOP/scripts/lint.sh"
 }
 
 # The differential build: RPCRDMA_RUST_LINK_C_SENDTO=y links the C file as
@@ -258,28 +267,12 @@ do_e2e() {
 # The two-VM conformance suite (scripts/conformance.sh), both flavours;
 # its PASS/FAIL lines count as checks here.
 do_conformance() {
-	local line rc=0
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "${line#PASS: }" ;;
-		FAIL:*) bad "${line#FAIL: }" ;;
-		*) echo "$line" ;;
-		esac
-	done < <(bash "$TOP/scripts/conformance.sh" c rust 2>&1; echo "rc=$?" >"$LOGS/conformance.rc")
-	grep -q '^rc=0$' "$LOGS/conformance.rc" || rc=1
-	return $rc
+	relay_script "" bash "$TOP/scripts/conformance.sh" c rust
 }
 
 # The hostile-client suite (scripts/hostile.sh): rust asserted, c compared.
 do_hostile() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "${line#PASS: }" ;;
-		FAIL:*) bad "${line#FAIL: }" ;;
-		*) echo "$line" ;;
-		esac
-	done < <(bash "$TOP/scripts/hostile.sh" 3 2>&1)
+	relay_script "" bash "$TOP/scripts/hostile.sh" 3
 }
 
 # Send Queue exhaustion (4 credits, 32 threads, deep queues) and unload
@@ -310,14 +303,7 @@ do_faults() {
 
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "install: ${line#PASS: }" ;;
-		FAIL:*) bad "install: ${line#FAIL: }" ;;
-		*) echo "    $line" ;;
-		esac
-	done < <(bash "$TOP/scripts/install-test.sh" 2>&1)
+	relay_script "install: " bash "$TOP/scripts/install-test.sh"
 }
 
 case $WHAT in
