@@ -67,24 +67,15 @@ done
 kill $reads_pid
 # The load must still be running and verifying after the last fault.
 sleep 5
-if kill -0 $fio_pid 2>/dev/null; then
-	kill -INT $fio_pid
-	wait $fio_pid || true
-	kib=$(grep '^3;' /tmp/fio.out | awk -F';' '{ print $6 + $47 }')
-	result fio_KiB "$kib"
-	pass "faults: fio verified its data through every injected fault ($kib KiB)"
+if stop_verifying_fio $fio_pid fio_KiB; then
+	pass "faults: fio verified its data through every injected fault ($FIO_KIB KiB)"
 else
-	tail -n 5 /tmp/fio.out
 	fail "faults: fio stopped (verify error or I/O error)"
 fi
 umount /mnt/f
 rpc.nfsd 0
 sleep 1
-for p in send_ctxts_live send_pages_held send_sges_mapped; do
-	v=$(cat $P/$p)
-	result "after_$p" "$v"
-	[ "$v" = 0 ] || fail "faults: $p is $v after the server stopped"
-done
+expect_no_leaks faults
 if rmmod rpcrdma; then pass "faults: rpcrdma unloads"; else fail "faults: rpcrdma does not unload"; fi
 result failures $FAILS
 exit $FAILS

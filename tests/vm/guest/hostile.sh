@@ -37,28 +37,15 @@ result hostile_classes_failed "$n_fail"
 grep -E ' FAIL$' /results/hostile.txt | while read -r line; do fail "hostile $flavour: $line"; done
 [ "$n_fail" = 0 ] && [ "$n_ok" -gt 20 ] && pass "hostile $flavour: $n_ok classes x $reps behaved as expected, the server kept serving"
 
-# fio stops at the first verify error (verify_fatal): still running means
-# every block it read back so far verified.
-if kill -0 $fio_pid 2>/dev/null; then
-	kill -INT $fio_pid
-	wait $fio_pid || true
-	kib=$(grep '^3;' /tmp/fio.out | awk -F';' '{ print $6 + $47 }')
-	result good_client_KiB "$kib"
-	pass "hostile $flavour: the well-behaved client's fio verified its data throughout ($kib KiB)"
+if stop_verifying_fio $fio_pid good_client_KiB; then
+	pass "hostile $flavour: the well-behaved client's fio verified its data throughout ($FIO_KIB KiB)"
 else
-	tail -n 5 /tmp/fio.out
 	fail "hostile $flavour: the well-behaved client's fio stopped during the hostile run"
 fi
 umount /mnt/good
 rpc.nfsd 0
 sleep 2
-for p in send_ctxts_live send_pages_held send_sges_mapped; do
-	f=/sys/module/rpcrdma/parameters/$p
-	[ -r $f ] || continue
-	v=$(cat $f)
-	result "after_$p" "$v"
-	[ "$v" = 0 ] || fail "hostile $flavour: $p is $v after the server stopped"
-done
+expect_no_leaks "hostile $flavour"
 if rmmod rpcrdma; then
 	pass "hostile $flavour: rpcrdma unloads after the hostile run"
 else

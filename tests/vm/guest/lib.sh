@@ -102,3 +102,39 @@ trace_start() {
 }
 trace_stop() { echo 0 >/sys/kernel/tracing/tracing_on; }
 trace_count() { grep -c " $1:" /sys/kernel/tracing/trace || true; }
+
+# send_path_leaks: "name=value" for each of the Send path's leak counters
+# that is not 0 (nothing for the c flavour, which has none).
+send_path_leaks() {
+	for p in send_ctxts_live send_pages_held send_sges_mapped; do
+		f=/sys/module/rpcrdma/parameters/$p
+		[ -r $f ] && [ "$(cat $f)" != 0 ] && echo "$p=$(cat $f)"
+	done
+	true
+}
+
+# expect_no_leaks WHO: records the leak counters; any not 0 fails WHO.
+expect_no_leaks() {
+	for p in send_ctxts_live send_pages_held send_sges_mapped; do
+		f=/sys/module/rpcrdma/parameters/$p
+		[ -r $f ] || continue
+		result "after_$p" "$(cat $f)"
+	done
+	l=$(send_path_leaks)
+	[ -z "$l" ] || fail "$1: the Send path still holds $l after the server stopped"
+}
+
+# stop_verifying_fio PID KEY: fio stops at its first verify error
+# (verify_fatal), so one still running has verified every block it read
+# back. Stops it, records the KiB it moved as KEY; fails if it had stopped.
+stop_verifying_fio() {
+	if kill -0 "$1" 2>/dev/null; then
+		kill -INT "$1"
+		wait "$1" || true
+		FIO_KIB=$(grep '^3;' /tmp/fio.out | awk -F';' '{ print $6 + $47 }')
+		result "$2" "$FIO_KIB"
+		return 0
+	fi
+	tail -n 5 /tmp/fio.out
+	return 1
+}

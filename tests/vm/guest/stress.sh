@@ -49,14 +49,7 @@ fi
 umount /mnt/s
 rpc.nfsd 0
 sleep 1
-leaks() {
-	for p in send_ctxts_live send_pages_held send_sges_mapped; do
-		f=/sys/module/rpcrdma/parameters/$p
-		[ -r $f ] && [ "$(cat $f)" != 0 ] && echo "$p=$(cat $f)"
-	done
-	true
-}
-l=$(leaks)
+l=$(send_path_leaks)
 [ -z "$l" ] || fail "unload: Send path still holds $l after umount and nfsd stop"
 rmmod rpcrdma || { fail "unload: rmmod rpcrdma after umount and nfsd stop"; exit 1; }
 head -c 1048576 /dev/urandom >/tmp/copy
@@ -77,7 +70,7 @@ while [ $i -lt "$cycles" ]; do
 		umount /mnt/s 2>/dev/null
 		rpc.nfsd 0
 	fi
-	l=$(leaks)
+	l=$(send_path_leaks)
 	[ -z "$l" ] || fail "unload: cycle $i left $l"
 	rmmod rpcrdma || { fail "unload: rmmod in cycle $i"; break; }
 done
