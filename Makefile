@@ -15,7 +15,7 @@ export KDIR KSRC LLVM RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults storm check-debug pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -25,6 +25,7 @@ help:
 	@echo "make modules  build/{c,rust}/rpcrdma.ko (KDIR=, KSRC= for your own kernel tree)"
 	@echo "make host-test | kunit | e2e | conformance   one test phase"
 	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
+	@echo "make check-debug     reliability suites on a KASAN/lockdep/kmemleak kernel"
 	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
@@ -88,6 +89,16 @@ stress:
 # Fault injection (RPCRDMA_RS_FAULT_INJECTION=y build). Part of `make check`.
 faults:
 	@scripts/check.sh faults
+
+# Disconnect storm (rxe device deleted and re-added under load); make check
+# runs 10 cycles, this target CYCLES (default 10).
+storm:
+	@scripts/check.sh storm $(CYCLES)
+
+# The reliability suites on a debug kernel (KASAN, lockdep, kmemleak, UBSAN,
+# DEBUG_LIST, ...): a second kernel build, so not part of `make check`.
+check-debug:
+	@scripts/check.sh debug
 
 # A/B benchmark of the two flavours (about 15 minutes under TCG).
 bench:

@@ -23,7 +23,7 @@ mkdir -p "$B"
 {
 	run_logged kernel-config-tiny "${KMAKE[@]}" tinyconfig
 	run_logged kernel-config-merge "$SRC/scripts/kconfig/merge_config.sh" -m -O "$B" \
-		"$B/.config" "$TOP/scripts/kernel.config"
+		"$B/.config" $(config_fragments)
 	run_logged kernel-config-old "${KMAKE[@]}" olddefconfig
 } >&2
 
@@ -37,8 +37,8 @@ while IFS= read -r line; do
 		sym=${line#\# }; sym=${sym%% *}
 		grep -q "^$sym=[ym]" "$B/.config" && { warn "config: wanted $sym unset"; bad=1; } ;;
 	esac
-done <"$TOP/scripts/kernel.config"
-[ $bad = 0 ] || die "test kernel config does not match scripts/kernel.config (see above)"
+done < <(config_fragments | xargs cat)
+[ $bad = 0 ] || die "test kernel config does not match $(config_fragments | xargs -n1 basename | tr '\n' ' ')(see above)"
 
 run_logged kernel-rustavailable "${KMAKE[@]}" rustavailable >&2
 say "test kernel: building with $(nproc) jobs (~10 min cold)" >&2

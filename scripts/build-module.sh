@@ -5,7 +5,7 @@
 #
 # Builds rpcrdma.ko of the given flavour out of tree against KDIR (a kernel
 # build tree with Rust metadata) from the xprtrdma sources of KSRC, and puts
-# it at build/NAME/rpcrdma.ko (NAME defaults to FLAVOUR; a variant built
+# it at build/NAME/rpcrdma.ko (build-debug/NAME for KERNEL_VARIANT=debug; NAME defaults to FLAVOUR; a variant built
 # with other MODULE_MAKE_ARGS gets its own NAME). KDIR defaults to the
 # cached test kernel, KSRC to KDIR's source tree.
 # The kernel's C files are staged as symlinks in the cache, never copied.
@@ -51,7 +51,7 @@ say "rpcrdma.ko ($NAME): building against $KDIR"
 run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" LLVM="$LLVM" -j"$(nproc)" \
 	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules
 
-OUT=$TOP/build/$NAME
+OUT=$TOP/$MODULE_OUT/$NAME
 mkdir -p "$OUT"
 cp "$STAGE/rpcrdma.ko" "$OUT/rpcrdma.ko"
 # The object list proves what the flavour links.
@@ -59,6 +59,10 @@ if [ "$FLAVOUR" = rust ]; then
 	# Which of the Send path's C symbols the Rust crate defines itself.
 	nm --defined-only "$STAGE/src/svc_rdma_sendto_rs.o" |
 		sed -nE 's/^[0-9a-f]+ T (svc_rdma_[a-z_]+)$/\1/p' | sort >"$OUT/rust-symbols.txt"
+	# Every function of the Rust object: failslab's stack filter confines
+	# slab faults to calls made from these (tests/vm/guest/failslab.sh).
+	nm --defined-only "$STAGE/src/svc_rdma_sendto_rs.o" |
+		awk '$2 == "t" || $2 == "T" { print $3 }' | sort -u >"$OUT/rust-text-symbols.txt"
 fi
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
 say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"

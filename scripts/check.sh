@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults]: the test suite behind `make check`.
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|debug]:
+# the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
+# The debug run uses the debug kernel (scripts/kernel-debug.config) for
+# everything, including the builds and VMs of the phases it shares.
+[ "${1:-}" = debug ] && export KERNEL_VARIANT=debug
 . "$(dirname "$0")/lib.sh"
 
 WHAT=${1:-all}
@@ -285,6 +289,16 @@ do_stress() {
 	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
 }
 
+# The same on the debug kernel, with the full 50 load/unload cycles
+# (kmemleak-checked after the last).
+do_stress_debug() {
+	local run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 1800 -n stress-rust stress rust 15 50) || rc=$?
+	relay_guest "stress rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^(sq_|unload_|kmemleak)' "$run/summary" | sed 's/^/    /'
+	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
+}
+
 # Fault injection (RPCRDMA_RS_FAULT_INJECTION=y build of the rust flavour):
 # 100 faults at each of 4 points under a verifying load.
 do_faults() {
@@ -299,6 +313,40 @@ do_faults() {
 	relay_guest "faults rust" "$run"
 	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	[ "$rc" = 0 ] || bad "faults rust VM run (status $rc, logs in $run)"
+}
+
+# Disconnect storm: the rxe device deleted and re-added CYCLES times under a
+# verifying load, counters 0 after every deletion (tests/vm/guest/storm.sh).
+do_storm() {
+	local cycles=$1 run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t $((300 + cycles * 30)) -n storm-rust storm rust "$cycles") || rc=$?
+	relay_guest "storm rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^storm_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "storm rust VM run (status $rc, logs in $run)"
+}
+
+# The debug kernel's builds: kernel, c and rust modules, the fault build.
+do_build_debug() {
+	bash "$TOP/scripts/build-kernel.sh" >/dev/null || { bad "debug kernel build"; return 1; }
+	bash "$TOP/scripts/mkrootfs.sh" >/dev/null || { bad "guest rootfs"; return 1; }
+	local f
+	for f in c rust; do
+		if bash "$TOP/scripts/build-module.sh" "$f"; then
+			ok "rpcrdma.ko builds against the debug kernel, flavour $f"
+		else
+			bad "rpcrdma.ko builds against the debug kernel, flavour $f"
+			return 1
+		fi
+	done
+}
+
+# failslab confined to the Rust Send path's text (tests/vm/guest/failslab.sh).
+do_failslab() {
+	local run rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n failslab-rust failslab 100) || rc=$?
+	relay_guest "failslab rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^failslab_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
 }
 
 # make install/uninstall and DKMS (scripts/install-test.sh).
@@ -317,7 +365,23 @@ all)
 		phase hostile do_hostile || true
 		phase stress do_stress || true
 		phase faults do_faults || true
+		phase storm do_storm 10 || true
 		phase install do_install || true
+	fi
+	;;
+debug)
+	# make check-debug: the reliability suites on the debug kernel (KASAN,
+	# lockdep, kmemleak, UBSAN, ...), full length; any report fails the run.
+	phase setup do_setup || { summary; exit 1; }
+	if phase build-debug do_build_debug; then
+		phase kunit do_kunit || true
+		phase e2e-rust do_e2e_flavour rust || true
+		phase teardown-rust do_teardown_flavour rust || true
+		phase hostile do_hostile || true
+		phase stress do_stress_debug || true
+		phase faults do_faults || true
+		phase failslab do_failslab || true
+		phase storm do_storm 100 || true
 	fi
 	;;
 host) phase host-tests do_host || true ;;
@@ -328,7 +392,8 @@ conformance) phase setup do_setup && phase build do_build && phase conformance d
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
+storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults]" ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|debug]" ;;
 esac
 summary

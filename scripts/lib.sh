@@ -63,6 +63,18 @@ progress_logged() {
 }
 
 # The test kernel: source tree, build tree keyed by version + config hash.
+# KERNEL_VARIANT=debug adds scripts/kernel-debug.config (KASAN, lockdep,
+# kmemleak, ...): a second kernel, with its modules in build-debug/.
+export KERNEL_VARIANT=${KERNEL_VARIANT:-}
+case "$KERNEL_VARIANT" in
+"") MODULE_OUT=build ;;
+debug) MODULE_OUT=build-debug ;;
+*) die "KERNEL_VARIANT must be empty or debug, not '$KERNEL_VARIANT'" ;;
+esac
 kernel_src()  { echo "$CACHE/src/linux-source-$KVER_PKG"; }
-config_key()  { cat "$TOP/scripts/kernel.config" | sha256sum | cut -c1-12; }
-kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-$(config_key)"; }
+config_fragments() {
+	echo "$TOP/scripts/kernel.config"
+	[ -z "$KERNEL_VARIANT" ] || echo "$TOP/scripts/kernel-$KERNEL_VARIANT.config"
+}
+config_key()  { config_fragments | xargs cat | sha256sum | cut -c1-12; }
+kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }

@@ -32,6 +32,8 @@ while getopts t:n:m:N:M:d: o; do
 	esac
 done
 shift $((OPTIND - 1))
+# KASAN, lockdep and kmemleak slow the debug kernel down about threefold.
+[ "$KERNEL_VARIANT" = debug ] && TIMEOUT=$((TIMEOUT * 3))
 SCRIPT=${1:?guest script name}
 shift
 [ -x "$TOP/tests/vm/guest/$SCRIPT.sh" ] || die "no guest script tests/vm/guest/$SCRIPT.sh"
@@ -72,7 +74,11 @@ NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC"
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose
-init=/sbin/rpcrdma-init panic=-1 oops=panic loglevel=6 rs_script=$SCRIPT"
+init=/sbin/rpcrdma-init panic=-1 oops=panic loglevel=6 rs_script=$SCRIPT
+rs_build=$MODULE_OUT"
+# The debug kernel: KASAN reports once per bug by default; every report
+# should reach the console, and kmemleak's is requested by the tests.
+[ "$KERNEL_VARIANT" = debug ] && CMDLINE="$CMDLINE kasan.fault=report kasan_multi_shot"
 
 say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note), logs in $RUN" >&2
 t0=$SECONDS
@@ -102,9 +108,12 @@ if [ ! -f "$RUN/status" ]; then
 fi
 status=$(cat "$RUN/status")
 printf '    vm %s: status %s after %ds\n' "$SCRIPT" "$status" $((SECONDS - t0)) >&2
-if grep -qE 'Oops|BUG:|WARNING:|Call Trace:|Kernel panic' "$RUN/console.log"; then
+# Any report of the kernel's checkers fails the run: oops, BUG (KASAN,
+# sleeping in atomic), WARNING (lockdep, list corruption), UBSAN, kmemleak.
+REPORTS='Oops|BUG:|WARNING:|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected|possible (recursive|circular) locking'
+if grep -qE "$REPORTS" "$RUN/console.log"; then
 	warn "vm: kernel reported a problem; console: $RUN/console.log"
-	grep -nE -A3 'Oops|BUG:|WARNING:|Kernel panic' "$RUN/console.log" | head -n 20 >&2
+	grep -nE -A3 "$REPORTS" "$RUN/console.log" | head -n 20 >&2
 	[ "$status" = 0 ] && status=1
 fi
 echo "$RUN"

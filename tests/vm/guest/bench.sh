@@ -42,7 +42,7 @@ done
 
 nfsd_up=0
 serve() {
-	insmod "/work/build/$1/rpcrdma.ko"
+	insmod "$MODULES/$1/rpcrdma.ko"
 	if [ $nfsd_up = 0 ]; then
 		start_nfsd
 		nfsd_up=1

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # faults.sh FAULTS: fault injection into the Rust Send path of a
-# RPCRDMA_RS_FAULT_INJECTION=y build (build/rust-fault/rpcrdma.ko), under a
+# RPCRDMA_RS_FAULT_INJECTION=y build (build*/rust-fault/rpcrdma.ko), under a
 # verifying fio load on an NFSv3 RDMA mount (plus small direct reads, whose
 # replies are mapped page by page). For each point FAULTS faults
 # are injected (every 10th pass through it fails, up to FAULTS times): the
@@ -11,12 +11,13 @@
 . /work/tests/vm/guest/lib.sh
 
 faults=$1
-ko=/work/build/rust-fault/rpcrdma.ko
+ko=$MODULES/rust-fault/rpcrdma.ko
 P=/sys/module/rpcrdma/parameters
 modprobe ib_core
 modprobe rdma_cm
 modprobe sunrpc
 modprobe rdma_rxe
+kmemleak_baseline
 insmod $ko || { fail "insmod $ko"; exit 1; }
 [ -w $P/fail_post_mid ] || { fail "$ko has no fault-injection parameters"; exit 1; }
 result module_version "$(cat /sys/module/rpcrdma/version)"
@@ -77,5 +78,6 @@ rpc.nfsd 0
 sleep 1
 expect_no_leaks faults
 if rmmod rpcrdma; then pass "faults: rpcrdma unloads"; else fail "faults: rpcrdma does not unload"; fi
+kmemleak_check "faults"
 result failures $FAILS
 exit $FAILS

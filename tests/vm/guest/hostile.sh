@@ -51,5 +51,6 @@ if rmmod rpcrdma; then
 else
 	fail "hostile $flavour: rpcrdma does not unload"
 fi
+kmemleak_check "hostile $flavour"
 result failures $FAILS
 exit $FAILS

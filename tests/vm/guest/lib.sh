@@ -8,6 +8,9 @@ SERVER_IP=10.11.0.1
 RDMA_PORT=20049
 EXPORT=/srv/export
 FAILS=0
+# Our modules: build/ for the test kernel, build-debug/ for the debug kernel
+# (scripts/vm-run.sh passes rs_build on the kernel command line).
+MODULES=/work/${rs_build:-build}
 
 log()  { echo "[guest $(cut -d' ' -f1 /proc/uptime)s] $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
@@ -19,7 +22,7 @@ result() { echo "$1=$2" >>/results/summary; echo "  $1 = $2"; }
 # proof of which one is loaded.
 load_rpcrdma() {
 	flavour=$1
-	ko=/work/build/$flavour/rpcrdma.ko
+	ko=$MODULES/$flavour/rpcrdma.ko
 	[ -f "$ko" ] || { fail "no $ko"; return 1; }
 	modprobe ib_core
 	modprobe rdma_cm
@@ -29,6 +32,7 @@ load_rpcrdma() {
 		fail "an rpcrdma module is already loaded"
 		return 1
 	fi
+	kmemleak_baseline
 	insmod "$ko"
 	want=$(modinfo -F srcversion "$ko")
 	have=$(cat /sys/module/rpcrdma/srcversion)
@@ -38,7 +42,7 @@ load_rpcrdma() {
 	if [ "$want" = "$have" ] && [ "${version##*-}" = "$flavour" ]; then
 		pass "loaded rpcrdma.ko is ours ($flavour, srcversion $have)"
 	else
-		fail "loaded rpcrdma is not build/$flavour/rpcrdma.ko (srcversion $have, want $want; version $version)"
+		fail "loaded rpcrdma is not $ko (srcversion $have, want $want; version $version)"
 		return 1
 	fi
 }
@@ -137,4 +141,33 @@ stop_verifying_fio() {
 	fi
 	tail -n 5 /tmp/fio.out
 	return 1
+}
+
+# kmemleak, on the debug kernel only (elsewhere both are no-ops).
+# kmemleak_baseline forgets what is suspected already (objects of other
+# subsystems from boot); kmemleak_check WHO scans and fails WHO on any new
+# suspect, keeping kmemleak's report in /results.
+KMEMLEAK=/sys/kernel/debug/kmemleak
+kmemleak_baseline() {
+	[ -w $KMEMLEAK ] || return 0
+	echo scan >$KMEMLEAK
+	echo clear >$KMEMLEAK
+}
+kmemleak_check() {
+	[ -w $KMEMLEAK ] || return 0
+	# A leak is reported once unreferenced through a scan and older than
+	# kmemleak's minimum age (5 s): wait, then scan twice.
+	sleep 6
+	echo scan >$KMEMLEAK
+	echo scan >$KMEMLEAK
+	cat $KMEMLEAK >/tmp/kmemleak
+	n=$(grep -c '^unreferenced object' /tmp/kmemleak || true)
+	result "kmemleak_suspects" "$n"
+	if [ "$n" = 0 ]; then
+		pass "$1: kmemleak finds no leak"
+	else
+		cp /tmp/kmemleak "/results/kmemleak.txt"
+		head -n 40 /tmp/kmemleak
+		fail "$1: kmemleak suspects $n objects (kmemleak.txt in the results)"
+	fi
 }

@@ -14,7 +14,7 @@
 . /work/tests/vm/guest/lib.sh
 
 flavour=$1 secs=$2 cycles=$3
-ko=/work/build/$flavour/rpcrdma.ko
+ko=$MODULES/$flavour/rpcrdma.ko
 load_rpcrdma "$flavour"
 setup_rxe
 echo 4 >/proc/sys/sunrpc/svc_rdma/max_requests
@@ -78,5 +78,6 @@ result unload_cycles "$i"
 result unload_cycles_serving "$served"
 [ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
 	pass "unload: $cycles load/unload cycles, $served of them serving a verified copy, no leak, no refusal"
+kmemleak_check "unload"
 result failures $FAILS
 exit $FAILS

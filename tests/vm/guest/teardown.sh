@@ -84,5 +84,6 @@ until rmmod rpcrdma 2>/dev/null; do
 	sleep 1
 done
 [ $n -lt 20 ] && pass "rpcrdma unloaded after teardown ($n s)"
+kmemleak_check "teardown $flavour"
 result failures $FAILS
 exit $FAILS

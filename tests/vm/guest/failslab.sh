@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# failslab.sh FAULTS: slab allocation failures inside the Rust Send path,
+# on the debug kernel (CONFIG_FAILSLAB with the stack-trace filter). The
+# filter's address range is exactly the text of our Rust object, so only
+# allocations made from it fail (send ctxts, and the R/W contexts and
+# scatterlists svc_rdma_rw.c allocates for our Write and Reply chunks),
+# under a verifying fio load. FAULTS failures must be injected; each closes
+# the connection, the client reconnects, fio verifies, nothing leaks.
+. /work/tests/vm/guest/lib.sh
+
+faults=$1
+F=/sys/kernel/debug/failslab
+[ -w $F/require-start ] || { fail "failslab: this kernel has no failslab stack filter (make check-debug)"; exit 1; }
+load_rpcrdma rust
+setup_rxe
+start_nfsd
+
+# The address range of our object's text: its functions are contiguous in
+# the module's .text (one section per object). Checked, not assumed.
+syms=$MODULES/rust/rust-text-symbols.txt
+awk '$4 == "[rpcrdma]" && ($2 == "t" || $2 == "T") { print $1, $3 }' /proc/kallsyms |
+	sort >/tmp/modsyms
+range=$(awk -v list="$syms" '
+	BEGIN { while ((getline s < list) > 0) ours[s] = 1 }
+	{ addr[NR] = $1; name[NR] = $2; if ($2 in ours) { if (!first) first = NR; last = NR } }
+	END {
+		if (!first) { print "none"; exit }
+		for (i = first; i <= last; i++) if (!(name[i] in ours)) { print "foreign", name[i]; exit }
+		print addr[first], (last < NR ? addr[last + 1] : "end"), last - first + 1
+	}' /tmp/modsyms)
+set -- $range
+case "$1" in
+none|foreign) fail "failslab: cannot find our object's text in kallsyms ($range)"; exit 1 ;;
+esac
+[ "$2" = end ] && { fail "failslab: our object is last in the module's text, no end address"; exit 1; }
+# 64-bit addresses: beyond the shell's signed arithmetic.
+start=0x$1 end=0x$2
+result failslab_text_functions "$3"
+result failslab_text_bytes "$(python3 -c "print($end - $start)")"
+log "failslab: Send path text $1..$2 ($3 functions)"
+
+mount_rdma 3 /mnt/fs || { fail "NFSv3 mount"; exit 1; }
+fio --name=failslab --directory=/mnt/fs --rw=randrw --bs=64k --size=16m \
+	--direct=1 --ioengine=libaio --iodepth=8 --runtime=1200 --time_based \
+	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+	--serialize_overlap=1 --verify_state_save=0 \
+	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
+fio_pid=$!
+head -c 3000 /dev/urandom >/mnt/fs/small
+(while :; do dd if=/mnt/fs/small of=/dev/null bs=2000 count=1 iflag=direct status=none 2>/dev/null; done) &
+reads_pid=$!
+sleep 3
+connects() { awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats; }
+trace_start rpcrdma:svcrdma_send_err
+c0=$(connects)
+t0=$(date +%s)
+# Quiet (a report per fault would read as a kernel problem), sleeping
+# allocations included, a quarter of the matching allocations fail.
+echo 0 >$F/verbose
+echo N >$F/ignore-gfp-wait
+echo 32 >$F/stacktrace-depth
+echo $start >$F/require-start
+echo $end >$F/require-end
+echo 1 >$F/interval
+echo "$faults" >$F/times
+echo 25 >$F/probability
+while [ "$(cat $F/times)" -gt 0 ] && [ $(($(date +%s) - t0)) -lt 300 ]; do
+	kill -0 $fio_pid 2>/dev/null || break
+	sleep 1
+done
+echo 0 >$F/probability
+n=$((faults - $(cat $F/times)))
+secs=$(($(date +%s) - t0))
+sleep 2
+trace_stop
+c=$(($(connects) - c0))
+result failslab_injected "$n"
+result failslab_reconnects "$c"
+result failslab_send_err "$(trace_count svcrdma_send_err)"
+result failslab_seconds "$secs"
+if [ "$n" -ge "$faults" ] && [ "$c" -gt 0 ]; then
+	pass "failslab: $n slab failures in the Send path in $secs s; the client reconnected $c times"
+elif [ "$n" -ge "$faults" ]; then
+	fail "failslab: $n slab failures injected but no connection closed"
+else
+	fail "failslab: only $n of $faults slab failures injected in 300 s"
+fi
+kill $reads_pid
+sleep 5
+if stop_verifying_fio $fio_pid failslab_fio_KiB; then
+	pass "failslab: fio verified its data through every failure ($FIO_KIB KiB)"
+else
+	fail "failslab: fio stopped (verify or I/O error)"
+fi
+umount /mnt/fs
+rpc.nfsd 0
+sleep 1
+expect_no_leaks failslab
+if rmmod rpcrdma; then pass "failslab: rpcrdma unloads"; else fail "failslab: rpcrdma does not unload"; fi
+kmemleak_check failslab
+result failures $FAILS
+exit $FAILS
