@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench.sh [ROUNDS] [SECONDS]: `make bench`. Builds what is missing, boots
-# one VM that alternates the c and rust rpcrdma.ko over the same rxe link
-# and export (ROUNDS rounds, default 5; SECONDS per job, default 8), and
-# writes results.json, table.md and ratios.png into the run dir.
+# bench.sh [ROUNDS] [SECONDS]: `make bench`. Builds what is missing, boots a
+# server VM and a client VM (1 vCPU each, QEMU socket network) and has the
+# server alternate the c and rust rpcrdma.ko over the same rxe link and
+# export (ROUNDS rounds, default 5; SECONDS per job, default 5), then
+# writes results.json, table.md and the plots into the client's run dir,
+# linked as $CACHE/bench/latest.
 
 . "$(dirname "$0")/lib.sh"
 
-ROUNDS=${1:-5} SECS=${2:-8}
+ROUNDS=${1:-5} SECS=${2:-5}
 # Debian's interpreter, which Debian's matplotlib is installed for (a
 # python3 earlier in PATH, e.g. pyenv's, would not see it).
 PY=/usr/bin/python3
@@ -22,10 +24,17 @@ bash "$TOP/scripts/build-kernel.sh" >/dev/null
 bash "$TOP/scripts/mkrootfs.sh" >/dev/null
 bash "$TOP/scripts/build-module.sh" c
 bash "$TOP/scripts/build-module.sh" rust
-timeout=$((ROUNDS * 2 * (5 * (SECS + 6) + 30) + 300))
+# Per job: SECONDS + 1 s ramp + mount, CPU reads and fio set-up.
+jobs=$((ROUNDS * 2 * 2 * 6))
+timeout=$((jobs * (SECS + 5) + ROUNDS * 60 + 300))
+say "bench: $ROUNDS rounds x c,rust x NFSv3,NFSv4.1 x 6 jobs of ${SECS}s (~$(((jobs * (SECS + 4) + 120) / 60)) min)"
 rc=0
-RUN=$(bash "$TOP/scripts/vm-run.sh" -t "$timeout" -n bench bench "$ROUNDS" "$SECS") || rc=$?
-[ -s "$RUN/bench.jsonl" ] || die "bench: no measurements; console: $RUN/console.log"
-"$PY" "$TOP/scripts/bench_report.py" "$RUN"
-echo "results: $RUN/results.json $RUN/table.md"
-[ "$rc" = 0 ] || die "bench: the guest reported failures ($RUN/guest.log)"
+pair=$(bash "$TOP/scripts/vm-pair.sh" -t "$timeout" -c 1 bench-server bench-client ab "$ROUNDS" "$SECS") || rc=$?
+read -r SRV CLI <<<"$pair"
+[ -s "$CLI/bench.jsonl" ] || die "bench: no measurements; logs: $CLI/guest.log $SRV/guest.log"
+grep -E '^(PASS|FAIL): ' "$CLI/guest.log" || true
+"$PY" "$TOP/scripts/bench_report.py" "$CLI"
+mkdir -p "$CACHE/bench"
+ln -sfn "$CLI" "$CACHE/bench/latest"
+echo "results: $CLI/results.json $CLI/table.md (also $CACHE/bench/latest)"
+[ "$rc" = 0 ] || die "bench: a VM reported failures ($CLI/guest.log, $SRV/guest.log)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|debug]:
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|debug]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -16,6 +16,7 @@ PASSED=0 FAILED=0
 FAILED_NAMES=()
 TIMES=()
 T_START=$SECONDS
+T_START_EPOCH=$(date +%s)
 
 ok()  { PASSED=$((PASSED + 1)); printf 'PASS: %s\n' "$1"; }
 bad() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); printf 'FAIL: %s\n' "$1"; }
@@ -349,6 +350,34 @@ do_failslab() {
 	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
 }
 
+# A one-round smoke of `make bench` (2 s jobs): the harness, not the
+# numbers. Every job measured for both flavours and NFS versions, a ceiling,
+# the table, JSON and plot written.
+do_bench_smoke() {
+	local log=$LOGS/bench-smoke.log rc=0 run
+	bash "$TOP/scripts/bench.sh" 1 2 >"$log" 2>&1 || rc=$?
+	run=$(readlink -f "$CACHE/bench/latest" 2>/dev/null || true)
+	relay_guest "bench smoke" "$run"
+	if [ "$rc" != 0 ] || [ -z "$run" ] || [ "$(stat -c %Y "$run")" -lt "$((T_START_EPOCH))" ]; then
+		tail -n 20 "$log"
+		bad "bench smoke: make bench 1 round failed ($log)"
+		return 1
+	fi
+	local rows
+	rows=$(grep -cE '^\| v(3|4\.1) \| ' "$run/table.md" || true)
+	if [ "$rows" = 12 ] && python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (len(d['jobs']) == 12 and all(v > 0 for v in d['ceiling_MBps'].values()) and len(d['ceiling_MBps']) == 2))" "$run/results.json"; then
+		ok "bench smoke: 12 jobs x c,rust measured, ceiling measured, table and JSON written ($run)"
+	else
+		bad "bench smoke: table has $rows of 12 job rows or the ceiling is missing ($run/table.md)"
+	fi
+	if [ -s "$run/ratios.png" ]; then
+		ok "bench smoke: plot written ($run/ratios.png)"
+	else
+		bad "bench smoke: no plot ($run/ratios.png; matplotlib missing?)"
+	fi
+	sed 's/^/    /' "$run/table.md"
+}
+
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
 	relay_script "install: " bash "$TOP/scripts/install-test.sh"
@@ -366,6 +395,7 @@ all)
 		phase stress do_stress || true
 		phase faults do_faults || true
 		phase storm do_storm 10 || true
+		phase bench-smoke do_bench_smoke || true
 		phase install do_install || true
 	fi
 	;;
@@ -392,8 +422,9 @@ conformance) phase setup do_setup && phase build do_build && phase conformance d
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
+bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|debug]" ;;
 esac
 summary

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh [-t TIMEOUT] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+# vm-pair.sh [-t TIMEOUT] [-c CPUS] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
 #
 # Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
 # FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
@@ -12,11 +12,12 @@
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=900
-while getopts t: o; do
+TIMEOUT=900 CPUS=2
+while getopts t:c: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
-	*) die "usage: vm-pair.sh [-t TIMEOUT] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	c) CPUS=$OPTARG ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -26,12 +27,12 @@ PORT=$((20000 + RANDOM % 20000))
 VMRUN=$TOP/scripts/vm-run.sh
 out=$(mktemp -d)
 
-bash "$VMRUN" -t "$TIMEOUT" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
 	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 server=$!
 sleep 3
 # In its own process group, so that it can be stopped with its QEMU.
-setsid bash "$VMRUN" -t "$TIMEOUT" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
 	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
 client=$!
 rc_server=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]
+# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -20,15 +20,16 @@
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-while getopts t:n:m:N:M:d: o; do
+while getopts t:n:m:c:N:M:d: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
 	m) MEM=$OPTARG ;;
+	c) SMP=$OPTARG ;;
 	N) NETDEV=$OPTARG ;;
 	M) MAC=$OPTARG ;;
 	d) MODTREE=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]" ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))

@@ -25,16 +25,17 @@ impl FakeRdma {
         let r = p.as_ptr();
         // SAFETY: a zeroed transport only this test knows.
         unsafe {
-            let key = kernel::static_lock_class!();
+            // One lock class per wait queue: lockdep rejects a key shared
+            // by locks of different names.
             sys::__init_waitqueue_head(
                 addr_of_mut!((*r).sc_send_wait),
                 kernel::str::CStrExt::as_char_ptr(c"rs_fake_send_wait"),
-                key.as_ptr(),
+                kernel::static_lock_class!().as_ptr(),
             );
             sys::__init_waitqueue_head(
                 addr_of_mut!((*r).sc_sq_ticket_wait),
                 kernel::str::CStrExt::as_char_ptr(c"rs_fake_ticket_wait"),
-                key.as_ptr(),
+                kernel::static_lock_class!().as_ptr(),
             );
             sys::set_bit(
                 sys::XPT_BUSY as c_ulong,

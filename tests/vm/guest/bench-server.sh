@@ -1,0 +1,36 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# bench-server.sh FLAVOUR: the server VM of the two-VM benchmark
+# (scripts/bench.sh). Prepares soft-RoCE, the export and its fixtures
+# (a large directory for the READDIR job), then does what the client asks
+# over rsh.py: the client loads and unloads the flavours (FLAVOUR is only
+# vm-pair.sh's label) and reads this VM's CPU time around every job.
+. /work/tests/vm/guest/lib.sh
+
+modprobe ib_core
+modprobe rdma_cm
+modprobe sunrpc
+modprobe rdma_rxe
+setup_rxe "$SERVER_IP"
+modprobe nfsd
+mount -t nfsd nfsd /proc/fs/nfsd
+echo 10 >/proc/fs/nfsd/nfsv4leasetime
+echo 10 >/proc/fs/nfsd/nfsv4gracetime
+mkdir -p /run/rpcbind $EXPORT/big $EXPORT/meta
+rpcbind -w
+echo "$EXPORT *(rw,sync,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
+exportfs -ra
+rpc.mountd
+# READDIR job: 4000 entries with 40-byte names (replies need Reply chunks).
+i=0
+while [ $i -lt 4000 ]; do
+	: >"$EXPORT/big/entry-$(printf '%06d' $i)-abcdefghijklmnopqrstuvwxyz"
+	i=$((i + 1))
+done
+for i in $(seq 1 200); do : >"$EXPORT/meta/f$i"; done
+log "server ready; commands come from the client"
+python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
+rpc.nfsd 0 2>/dev/null || true
+result failures $FAILS
+exit $FAILS
