@@ -105,6 +105,44 @@ def table(results, ceiling, topology):
     return "\n".join(lines) + "\n"
 
 
+def profile(run):
+    """Send-path self time per operation from the perf profiles (one pass
+    per flavour and job): samples in the flavour's own Send-path functions
+    over the sampling rate, per operation of the job."""
+    f = run / "profile.jsonl"
+    if not f.exists():
+        return []
+    rows = [json.loads(line) for line in f.read_text().splitlines() if line]
+    out = []
+    for job in sorted({r["job"] for r in rows}):
+        by = {r["flavour"]: r for r in rows if r["job"] == job}
+        entry = {"job": job}
+        for fl, r in by.items():
+            entry[f"sendpath_us_per_op_{fl}"] = (r["sendpath_samples"] / r["hz"] / r["ops"] * 1e6
+                                                  if r["ops"] else None)
+            entry[f"sendpath_share_{fl}"] = r["sendpath_samples"] / r["samples"] if r["samples"] else None
+        c, rs = entry.get("sendpath_us_per_op_c"), entry.get("sendpath_us_per_op_rust")
+        entry["ratio"] = rs / c if c and rs is not None else None
+        out.append(entry)
+    return out
+
+
+def profile_table(prof):
+    if not prof:
+        return ""
+    lines = ["", "Server profile (perf cpu-clock, one NFSv3 pass per flavour; self time in the "
+             "flavour's own Send-path functions, callees such as ib_post_send or memcpy not included):", "",
+             "| job | Send path us/op C | Send path us/op Rust | Rust/C | share of server samples C | Rust |",
+             "|---|---|---|---|---|---|"]
+    for e in prof:
+        lines.append(
+            f"| {e['job']} | {fmt(e.get('sendpath_us_per_op_c'), '.1f')} | "
+            f"{fmt(e.get('sendpath_us_per_op_rust'), '.1f')} | {fmt(e['ratio'], '.2f')} | "
+            f"{fmt(e.get('sendpath_share_c') and e['sendpath_share_c'] * 100, '.2f')}% | "
+            f"{fmt(e.get('sendpath_share_rust') and e['sendpath_share_rust'] * 100, '.2f')}% |")
+    return "\n".join(lines) + "\n"
+
+
 def plot(run, results):
     try:
         import matplotlib
@@ -147,10 +185,11 @@ def main(run):
     topo_file = run / "topology"
     topology = topo_file.read_text().strip() if topo_file.exists() else "unknown"
     ceiling, results = analyse(rows)
-    out = {"topology": topology, "ceiling_MBps": ceiling, "jobs": results,
+    prof = profile(run)
+    out = {"topology": topology, "ceiling_MBps": ceiling, "jobs": results, "profile": prof,
            "cpu_note": "server VM busy time (user+nice+system+irq+softirq) around each job"}
     (run / "results.json").write_text(json.dumps(out, indent=2) + "\n")
-    text = table(results, ceiling, topology)
+    text = table(results, ceiling, topology) + profile_table(prof)
     (run / "table.md").write_text(text)
     print(text, end="")
     plot(run, results)

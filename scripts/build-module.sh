@@ -68,5 +68,12 @@ if [ "$FLAVOUR" = rust ]; then
 			xargs -0 nm --defined-only 2>/dev/null | awk '$2 == "t" || $2 == "T" { print $3 }' | sort -u) \
 		>"$OUT/rust-text-symbols.txt"
 fi
+# The Send path's own functions in this flavour, for profiles (bench).
+if [ "$FLAVOUR" = c ]; then
+	nm --defined-only "$STAGE/svc_rdma_sendto.o" |
+		awk '$2 == "t" || $2 == "T" { print $3 }' | grep -v '^asan\.' | sort -u >"$OUT/sendpath-symbols.txt"
+else
+	cp "$OUT/rust-text-symbols.txt" "$OUT/sendpath-symbols.txt"
+fi
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
 say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"

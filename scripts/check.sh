@@ -250,6 +250,13 @@ do_teardown_flavour() {
 		flushed=$(sed -n 's/^teardown_trace_svcrdma_wc_send_flush=//p' "$run/summary" 2>/dev/null)
 		[ "$rc" = 0 ] && [ "${flushed:-0}" -gt 0 ] && break
 		[ "$rc" = 0 ] && echo "    teardown $flavour: no Send was in flight at any stop; running again"
+		# On the debug kernel the kernel's NFS/RDMA client sometimes never
+		# reconnects after a restart, with the c flavour as well (see
+		# Documentation/testing.rst): shown, and run once more.
+		if [ "$rc" != 0 ] && [ "$KERNEL_VARIANT" = debug ] && [ -f "$run/stall-teardown.txt" ] && [ "$attempt" = 1 ]; then
+			echo "    teardown $flavour: the client stalled (known with both flavours on the debug kernel; $run/stall-teardown.txt); running again"
+			continue
+		fi
 		[ "$rc" = 0 ] || break
 	done
 	relay_guest "teardown $flavour" "$run"
@@ -350,12 +357,12 @@ do_failslab() {
 	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
 }
 
-# A one-round smoke of `make bench` (2 s jobs): the harness, not the
-# numbers. Every job measured for both flavours and NFS versions, a ceiling,
-# the table, JSON and plot written.
+# A one-round smoke of `make bench` (2 s jobs, 2 s profiles): the harness,
+# not the numbers. Every job measured for both flavours and NFS versions, a
+# ceiling, the server profiles, the table, JSON and plot written.
 do_bench_smoke() {
 	local log=$LOGS/bench-smoke.log rc=0 run
-	bash "$TOP/scripts/bench.sh" 1 2 >"$log" 2>&1 || rc=$?
+	bash "$TOP/scripts/bench.sh" 1 2 2 >"$log" 2>&1 || rc=$?
 	run=$(readlink -f "$CACHE/bench/latest" 2>/dev/null || true)
 	relay_guest "bench smoke" "$run"
 	if [ "$rc" != 0 ] || [ -z "$run" ] || [ "$(stat -c %Y "$run")" -lt "$((T_START_EPOCH))" ]; then
@@ -369,6 +376,11 @@ do_bench_smoke() {
 		ok "bench smoke: 12 jobs x c,rust measured, ceiling measured, table and JSON written ($run)"
 	else
 		bad "bench smoke: table has $rows of 12 job rows or the ceiling is missing ($run/table.md)"
+	fi
+	if python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['profile']; sys.exit(not (len(p) == 2 and all((e.get('sendpath_us_per_op_c') or 0) > 0 and (e.get('sendpath_us_per_op_rust') or 0) > 0 for e in p)))" "$run/results.json"; then
+		ok "bench smoke: perf profiles of the server find each flavour's Send-path functions"
+	else
+		bad "bench smoke: no server profile for both flavours ($run/profile.jsonl)"
 	fi
 	if [ -s "$run/ratios.png" ]; then
 		ok "bench smoke: plot written ($run/ratios.png)"

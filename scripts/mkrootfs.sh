@@ -10,7 +10,7 @@
 
 SUITE=trixie
 MIRROR=http://deb.debian.org/debian
-PKGS=nfs-kernel-server,nfs-common,rpcbind,rdma-core,ibverbs-utils,ibverbs-providers,rdmacm-utils,iproute2,fio,perftest,tshark,kmod,procps,iputils-ping,util-linux,attr,acl,python3,python3-pyverbs,ca-certificates
+PKGS=nfs-kernel-server,nfs-common,rpcbind,rdma-core,ibverbs-utils,ibverbs-providers,rdmacm-utils,iproute2,fio,perftest,tshark,kmod,procps,iputils-ping,util-linux,attr,acl,python3,python3-pyverbs,ca-certificates,linux-perf
 
 KEY=$(sha256sum "$0" | cut -c1-12)
 R=$CACHE/rootfs/$SUITE-$KEY

@@ -67,6 +67,23 @@ class BenchReport(unittest.TestCase):
             out = json.loads((run / "results.json").read_text())
             self.assertEqual(len(out["jobs"]), 2)
 
+    def test_profile(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = Path(d)
+            # 50 Send-path samples at 500 Hz over 1000 ops: 100 us per op.
+            rows = [{"flavour": "c", "job": "randread4k", "samples": 4000, "sendpath_samples": 50,
+                     "hz": 500, "ops": 1000},
+                    {"flavour": "rust", "job": "randread4k", "samples": 4000, "sendpath_samples": 40,
+                     "hz": 500, "ops": 1000}]
+            (run / "profile.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            (prof,) = bench_report.profile(run)
+            self.assertAlmostEqual(prof["sendpath_us_per_op_c"], 100.0)
+            self.assertAlmostEqual(prof["sendpath_us_per_op_rust"], 80.0)
+            self.assertAlmostEqual(prof["ratio"], 0.8)
+            self.assertAlmostEqual(prof["sendpath_share_c"], 50 / 4000)
+            self.assertIn("| randread4k | 100.0 | 80.0 | 0.80 | 1.25% | 1.00% |",
+                          bench_report.profile_table([prof]))
+
 
 if __name__ == "__main__":
     unittest.main()

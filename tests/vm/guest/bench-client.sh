@@ -1,17 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench-client.sh CLIENT_IP ROUNDS SECONDS: the client VM of the two-VM
+# bench-client.sh CLIENT_IP ROUNDS SECONDS [PROFILE_SECONDS]: the client VM of the two-VM
 # benchmark (scripts/bench.sh), which drives the whole run. Measures the
 # soft-RoCE ceiling with perftest, then for each round has the server load
 # the c and then the rust rpcrdma.ko (A B A B ...) over the same link and
 # export and runs every job for SECONDS on an NFSv3 and an NFSv4.1 mount.
 # The server's CPU time is read around every job. Every measurement is a
 # line of /results/bench.jsonl; scripts/bench_report.py makes the tables.
+# With PROFILE_SECONDS, one more pass per flavour profiles the server with
+# perf (cpu-clock sampling) during 4 KiB random reads and the metadata job.
 . /work/tests/vm/guest/lib.sh
 
 G=/work/tests/vm/guest
-ip=$1 rounds=$2 secs=$3
+ip=$1 rounds=$2 secs=$3 profile_secs=${4:-0}
 out=/results/bench.jsonl
 : >$out
 modprobe rdma_rxe
@@ -82,27 +84,42 @@ fio_job() {
 		printf "%.3f %d %.2f\n", (unit == "IOPS") ? iops : kibps / 1024, kib / bs, kib / 1024
 	}'
 }
-# meta_job: stat + open/close of 200 files on an actimeo=0 mount (every
-# call goes to the server); readdir_job: 4000-entry listings, the client's
-# caches dropped before each (every listing is READDIR on the wire).
+# meta: 16 workers stat and open/close 200 files on an actimeo=0 mount
+# (every call goes to the server); readdir: 4 workers list their own
+# 4000-entry directory, the client's caches dropped before each listing
+# (every listing is READDIR on the wire). Concurrent, because a lone RPC
+# waits out the fabric's round trip (tens of ms between TCG VMs).
 py_job() {
 	python3 - "$1" "$secs" <<'PY'
-import os, sys, time
+import os, sys, threading, time
 job, secs = sys.argv[1], float(sys.argv[2])
-end = time.monotonic() + secs
+workers = 16 if job == "meta" else 4
+counts = [0] * workers
+
+
+def work(w):
+    end = time.monotonic() + secs
+    i = 0
+    while time.monotonic() < end:
+        if job == "meta":
+            p = f"/mnt/meta/meta/f{(w * 13 + i) % 200 + 1}"
+            os.stat(p)
+            os.close(os.open(p, os.O_RDONLY))
+            counts[w] += 2
+        else:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3")
+            counts[w] += len(os.listdir(f"/mnt/meta/big{w}"))
+        i += 1
+
+
 t0 = time.monotonic()
-ops = i = 0
-while time.monotonic() < end:
-    if job == "meta":
-        p = f"/mnt/meta/meta/f{i % 200 + 1}"
-        os.stat(p)
-        os.close(os.open(p, os.O_RDONLY))
-        ops += 2
-    else:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3")
-        ops += len(os.listdir("/mnt/meta/big"))
-    i += 1
+threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ops = sum(counts)
 print(f"{ops / (time.monotonic() - t0):.1f} {ops} 0")
 PY
 }
@@ -152,6 +169,50 @@ while [ $r -lt "$rounds" ]; do
 		unserve || exit 1
 	done
 done
+# profile FLAVOUR JOB: perf on the server while JOB runs on NFSv3; the
+# report (self time per symbol) goes to /results/profile-FLAVOUR-JOB.txt
+# and a line to profile.jsonl: samples in all, in the flavour's own
+# Send-path functions, and the job's operations.
+PERF_HZ=499
+profile() {
+	srv "perf record -F $PERF_HZ -e cpu-clock -a -o /tmp/perf.data -- sleep $((profile_secs + 2)) \
+		</dev/null >/tmp/perf.log 2>&1 &" || return 1
+	secs=$profile_secs
+	run_job $2 >/tmp/job.out || return 1
+	ops=$(cut -d' ' -f2 /tmp/job.out)
+	sleep 3
+	srv "perf report -i /tmp/perf.data --no-children --sort sym -n --stdio -q 2>/dev/null" \
+		>/results/profile-$1-$2.txt || return 1
+	# "  12.34%  123  [k] name": self samples per symbol (idle included, one
+	# vCPU); the flavour's own Send-path functions are listed by its build.
+	awk -v list="$MODULES/$1/sendpath-symbols.txt" -v f="$1" -v job="$2" -v ops="$ops" -v hz=$PERF_HZ '
+		BEGIN { while ((getline s < list) > 0) ours[s] = 1 }
+		$3 == "[k]" || $3 == "[.]" { all += $2; if ($4 in ours) send += $2 }
+		END {
+			printf "{\"flavour\":\"%s\",\"job\":\"%s\",\"samples\":%d,\"sendpath_samples\":%d,\"hz\":%d,\"ops\":%d}\n",
+				f, job, all, send, hz, ops
+		}' /results/profile-$1-$2.txt >>/results/profile.jsonl
+}
+if [ "$profile_secs" -gt 0 ]; then
+	if srv "command -v perf >/dev/null"; then
+		: >/results/profile.jsonl
+		for f in c rust; do
+			serve $f || exit 1
+			mount_rdma 3 /mnt/b && MOUNT_OPTS=actimeo=0,nosharecache mount_rdma 3 /mnt/meta || {
+				fail "profile mounts ($f)"; continue; }
+			for job in randread4k meta_stat_open; do
+				profile $f $job || fail "profile $f $job"
+			done
+			umount /mnt/meta
+			umount /mnt/b
+			unserve || exit 1
+		done
+		pass "bench: server profiles of randread4k and meta_stat_open for c and rust"
+	else
+		fail "bench: no perf on the server, no profile"
+	fi
+fi
+
 n=$(grep -c '"flavour":"\(c\|rust\)"' $out || true)
 want=$((rounds * 2 * 2 * $(echo $JOBS | wc -w)))
 result measurements "$n"

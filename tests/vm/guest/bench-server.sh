@@ -17,18 +17,22 @@ modprobe nfsd
 mount -t nfsd nfsd /proc/fs/nfsd
 echo 10 >/proc/fs/nfsd/nfsv4leasetime
 echo 10 >/proc/fs/nfsd/nfsv4gracetime
-mkdir -p /run/rpcbind $EXPORT/big $EXPORT/meta
+mkdir -p /run/rpcbind $EXPORT/meta
 rpcbind -w
 echo "$EXPORT *(rw,sync,no_root_squash,insecure,no_subtree_check,fsid=0)" >/etc/exports
 exportfs -ra
 rpc.mountd
-# READDIR job: 4000 entries with 40-byte names (replies need Reply chunks).
-i=0
-while [ $i -lt 4000 ]; do
-	: >"$EXPORT/big/entry-$(printf '%06d' $i)-abcdefghijklmnopqrstuvwxyz"
-	i=$((i + 1))
-done
-for i in $(seq 1 200); do : >"$EXPORT/meta/f$i"; done
+# READDIR job: 4 directories of 4000 entries with 40-byte names (replies
+# need Reply chunks); metadata job: 200 files.
+python3 - $EXPORT <<'PY'
+import os, sys
+for d in range(4):
+    os.makedirs(f"{sys.argv[1]}/big{d}")
+    for i in range(4000):
+        open(f"{sys.argv[1]}/big{d}/entry-{i:06d}-abcdefghijklmnopqrstuvwxyz", "w").close()
+for i in range(1, 201):
+    open(f"{sys.argv[1]}/meta/f{i}", "w").close()
+PY
 log "server ready; commands come from the client"
 python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
 rpc.nfsd 0 2>/dev/null || true

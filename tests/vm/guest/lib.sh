@@ -171,3 +171,45 @@ kmemleak_check() {
 		fail "$1: kmemleak suspects $n objects (kmemleak.txt in the results)"
 	fi
 }
+
+# stall_dump FILE: what a hung workload waits for: blocked tasks' kernel
+# stacks, the NFS client's RPC tasks and transports, nfsd threads, the
+# Send path's counters and the kernel log's tail.
+stall_dump() {
+	{
+		for p in /proc/[0-9]*; do
+			st=$(sed -n 's/^State:\s*\(.\).*/\1/p' $p/status 2>/dev/null)
+			c=$(cat $p/comm 2>/dev/null)
+			case "$st:$c" in
+			D:* | *:nfsd | *:rpciod* | *:xprtiod*) echo "--- ${p#/proc/} $c ($st)"; cat $p/stack 2>/dev/null ;;
+			esac
+		done
+		for t in /sys/kernel/debug/sunrpc/rpc_clnt/*/tasks; do echo "--- $t"; cat "$t"; done
+		for x in /sys/kernel/debug/sunrpc/rpc_xprt/*/info; do echo "--- $x"; cat "$x"; done
+		echo "--- mountstats (xprt: rdma port bind_count connect_count connect_time idle_time ...)"
+		grep -E '^device|xprt:' /proc/self/mountstats
+		echo "--- rdma resources"
+		rdma resource show cm_id 2>&1 | head -n 20
+		rdma resource show qp 2>&1 | head -n 20
+		for s in recv read write sq_starve; do echo "rdma_stat_$s=$(stat_rdma $s)"; done
+		send_path_leaks
+		dmesg | tail -n 60
+	} >"$1" 2>&1
+}
+
+# wait_or_dump PID SECONDS WHO: waits for PID at most SECONDS; if it is
+# still running then, leaves a stall dump in /results and fails WHO.
+wait_or_dump() {
+	n=0
+	while kill -0 "$1" 2>/dev/null && [ $n -lt "$2" ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		stall_dump "/results/stall-$3.txt"
+		fail "$3: still running after $2 s; stall dump in stall-$3.txt"
+		kill -9 "$1" 2>/dev/null
+		return 1
+	fi
+	wait "$1"
+}

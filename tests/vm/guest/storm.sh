@@ -32,6 +32,8 @@ reads_pid=$!
 connects() { awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats; }
 # Calls the server has received: proof that I/O runs on the new connection.
 calls() { stat_rdma recv; }
+# Sends flushed by the removals: the storm caught replies in flight.
+trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err
 t0=$(date +%s)
 i=0 leaked=0 slow=0 maxwait=0
 while [ $i -lt "$cycles" ]; do
@@ -65,9 +67,12 @@ while [ $i -lt "$cycles" ]; do
 	rdma link add rxe0 type rxe netdev eth0 || { fail "storm: cycle $i: re-adding rxe0"; break; }
 done
 secs=$(($(date +%s) - t0))
+trace_stop
 result storm_cycles "$i"
 result storm_seconds "$secs"
-result storm_reconnects "$(connects)"
+result storm_client_connects "$(connects)"
+result storm_sends_flushed "$(trace_count svcrdma_wc_send_flush)"
+result storm_sends_failed "$(trace_count svcrdma_wc_send_err)"
 result storm_max_reconnect_ds "$maxwait"
 result storm_cycles_leaking "$leaked"
 [ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&

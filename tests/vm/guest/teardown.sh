@@ -40,7 +40,8 @@ while [ $i -lt "$cycles" ]; do
 done
 result teardown_cycles "$cycles"
 
-if wait $fio_pid; then
+# A hung client leaves a stall dump instead of running into the VM timeout.
+if wait_or_dump $fio_pid $((runtime + 180)) teardown; then
 	t=$(grep '^3;' /tmp/fio.out | tail -n 1)
 	result teardown_fio_write_KiB "$(echo "$t" | cut -d';' -f47)"
 	result teardown_fio_read_KiB "$(echo "$t" | cut -d';' -f6)"
