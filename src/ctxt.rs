@@ -354,9 +354,12 @@ pub(crate) unsafe fn send_ctxt_put(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ct
 /// Parks a ctxt whose WR chain was only partly posted (see
 /// [`crate::sq::post_send`]): its Send will never complete, but posted
 /// Writes may still read its mappings, so it can be released only after
-/// `svc_rdma_free` has drained the QP, in [`send_ctxts_destroy`]. The list
-/// is global because `svcxprt_rdma` has no field for it; it is only ever
-/// non-empty after a post failure, which also closes the connection.
+/// `svc_rdma_free` has drained the QP: in its `svc_rdma_send_ctxts_drain`
+/// call, before `svc_rdma_destroy_rw_ctxts` (the release returns the
+/// chunks' R/W contexts to `sc_rw_ctxts`), else in [`send_ctxts_destroy`].
+/// The list is global because `svcxprt_rdma` has no field for it; it is
+/// only ever non-empty after a post failure, which also closes the
+/// connection.
 ///
 /// # Safety
 ///

@@ -69,7 +69,15 @@ same_signature!(svc_rdma_send_ctxt_get);
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxts_drain(rdma: *mut sys::svcxprt_rdma) {
     // SAFETY: per the contract.
-    ctxt::send_ctxts_drain(unsafe { Rdma::from_raw(rdma) });
+    let rdma = unsafe { Rdma::from_raw(rdma) };
+    ctxt::send_ctxts_drain(rdma);
+    // From svc_rdma_free, after ib_drain_qp and before
+    // svc_rdma_destroy_rw_ctxts: the ctxts parked after a partial post
+    // must give their chunks' R/W contexts back now, or they would land on
+    // sc_rw_ctxts after it was emptied for the last time and leak.
+    if rdma.is_being_freed() {
+        ctxt::orphans_release(rdma);
+    }
 }
 same_signature!(svc_rdma_send_ctxts_drain);
 

@@ -75,6 +75,13 @@ impl Rdma {
         unsafe { addr_of_mut!((*self.as_ptr()).sc_sq_ticket_wait) }
     }
 
+    /// True only in `svc_rdma_free` (`->xpo_free`, run when the last
+    /// reference is dropped): its QP is drained, no completion can run.
+    pub(crate) fn is_being_freed(&self) -> bool {
+        // SAFETY: the transport is live (being freed, not yet freed).
+        unsafe { sys::rs_xprt_unreferenced(self.as_ptr()) }
+    }
+
     /// `sc_max_req_size`: size of the transport header buffer.
     pub(crate) fn max_req_size(&self) -> usize {
         // SAFETY: set before the transport is published, constant after.

@@ -42,19 +42,10 @@ result failslab_text_bytes "$(python3 -c "print($end - $start)")"
 log "failslab: Send path text $1..$2 ($3 functions)"
 
 mount_rdma 3 /mnt/fs || { fail "NFSv3 mount"; exit 1; }
-fio --name=failslab --directory=/mnt/fs --rw=randrw --bs=64k --size=16m \
-	--direct=1 --ioengine=libaio --iodepth=8 --runtime=1200 --time_based \
-	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
-	--serialize_overlap=1 --verify_state_save=0 \
-	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
-fio_pid=$!
-head -c 3000 /dev/urandom >/mnt/fs/small
-(while :; do dd if=/mnt/fs/small of=/dev/null bs=2000 count=1 iflag=direct status=none 2>/dev/null; done) &
-reads_pid=$!
+start_verifying_load /mnt/fs failslab
 sleep 3
-connects() { awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats; }
 trace_start rpcrdma:svcrdma_send_err
-c0=$(connects)
+c0=$(client_connects)
 t0=$(date +%s)
 # Quiet (a report per fault would read as a kernel problem), sleeping
 # allocations included, a quarter of the matching allocations fail.
@@ -67,7 +58,7 @@ echo 1 >$F/interval
 echo "$faults" >$F/times
 echo 25 >$F/probability
 while [ "$(cat $F/times)" -gt 0 ] && [ $(($(date +%s) - t0)) -lt 300 ]; do
-	kill -0 $fio_pid 2>/dev/null || break
+	kill -0 $FIO_PID 2>/dev/null || break
 	sleep 1
 done
 echo 0 >$F/probability
@@ -75,7 +66,7 @@ n=$((faults - $(cat $F/times)))
 secs=$(($(date +%s) - t0))
 sleep 2
 trace_stop
-c=$(($(connects) - c0))
+c=$(($(client_connects) - c0))
 result failslab_injected "$n"
 result failslab_reconnects "$c"
 result failslab_send_err "$(trace_count svcrdma_send_err)"
@@ -87,9 +78,9 @@ elif [ "$n" -ge "$faults" ]; then
 else
 	fail "failslab: only $n of $faults slab failures injected in 300 s"
 fi
-kill $reads_pid
+kill $READS_PID
 sleep 5
-if stop_verifying_fio $fio_pid failslab_fio_KiB; then
+if stop_verifying_fio $FIO_PID failslab_fio_KiB; then
 	pass "failslab: fio verified its data through every failure ($FIO_KIB KiB)"
 else
 	fail "failslab: fio stopped (verify or I/O error)"

@@ -128,6 +128,37 @@ expect_no_leaks() {
 	[ -z "$l" ] || fail "$1: the Send path still holds $l after the server stopped"
 }
 
+# start_verifying_load DIR NAME: in the background, fio randrw 64 KiB with
+# crc32c verify (it stops at the first bad block) and, beside it, small
+# direct reads, whose inline replies carry mapped pages. Sets FIO_PID and
+# READS_PID (stop_verifying_fio checks and stops the former). Returns once
+# fio has laid out its file, so that faults hit verified I/O, not set-up.
+start_verifying_load() {
+	fio --name="$2" --directory="$1" --rw=randrw --bs=64k --size=16m \
+		--direct=1 --ioengine=libaio --iodepth=8 --runtime=3600 --time_based \
+		--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
+		--serialize_overlap=1 --verify_state_save=0 \
+		--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
+	FIO_PID=$!
+	head -c 3000 /dev/urandom >"$1/small"
+	(while :; do
+		dd if="$1/small" of=/dev/null bs=2000 count=1 iflag=direct status=none 2>/dev/null
+	done) &
+	READS_PID=$!
+	n=0
+	while [ "$(stat -c %s "$1/$2.0.0" 2>/dev/null || echo 0)" -lt 16777216 ] && [ $n -lt 300 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	sleep 2
+}
+
+# client_connects: the client's count of RDMA connections made, all mounts
+# (mountstats "xprt: rdma").
+client_connects() {
+	awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats
+}
+
 # stop_verifying_fio PID KEY: fio stops at its first verify error
 # (verify_fatal), so one still running has verified every block it read
 # back. Stops it, records the KiB it moved as KEY; fails if it had stopped.

@@ -17,32 +17,21 @@ load_rpcrdma "$flavour"
 setup_rxe
 start_nfsd
 mount_rdma 3 /mnt/st || { fail "NFSv3 mount"; exit 1; }
-fio --name=storm --directory=/mnt/st --rw=randrw --bs=64k --size=16m \
-	--direct=1 --ioengine=libaio --iodepth=8 --runtime=3600 --time_based \
-	--verify=crc32c --verify_backlog=16 --verify_fatal=1 --invalidate=0 \
-	--serialize_overlap=1 --verify_state_save=0 \
-	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
-fio_pid=$!
-# Small direct reads beside fio: inline replies with mapped pages in flight.
-head -c 3000 /dev/urandom >/mnt/st/small
-(while :; do dd if=/mnt/st/small of=/dev/null bs=2000 count=1 iflag=direct status=none 2>/dev/null; done) &
-reads_pid=$!
+start_verifying_load /mnt/st storm
 
-# The client's count of RDMA connections made (mountstats "xprt: rdma").
-connects() { awk '$1 == "xprt:" && $2 == "rdma" { n += $5 } END { print n + 0 }' /proc/self/mountstats; }
 # Calls the server has received: proof that I/O runs on the new connection.
 calls() { stat_rdma recv; }
 # Sends flushed by the removals: the storm caught replies in flight.
 trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err
 t0=$(date +%s)
-i=0 leaked=0 slow=0 maxwait=0
+i=0 leaked=0 maxwait=0
 while [ $i -lt "$cycles" ]; do
 	i=$((i + 1))
-	c=$(connects)
+	c=$(client_connects)
 	r=$(calls)
 	# Let the client reconnect and have Calls in flight again.
 	w=0
-	while [ "$(connects)" = "$c" ] || [ "$(calls)" -lt $((r + 20)) ]; do
+	while [ "$(client_connects)" = "$c" ] || [ "$(calls)" -lt $((r + 20)) ]; do
 		[ $i = 1 ] && [ "$(calls)" -ge $((r + 20)) ] && break
 		w=$((w + 1))
 		[ $w -ge 600 ] && break
@@ -53,7 +42,7 @@ while [ $i -lt "$cycles" ]; do
 		fail "storm: cycle $i: no reconnect with I/O within 60 s"
 		break
 	fi
-	kill -0 $fio_pid 2>/dev/null || { fail "storm: fio stopped before cycle $i"; break; }
+	kill -0 $FIO_PID 2>/dev/null || { fail "storm: fio stopped before cycle $i"; break; }
 	if ! timeout 120 rdma link delete rxe0; then
 		fail "storm: cycle $i: deleting rxe0 did not finish in 120 s"
 		break
@@ -70,7 +59,7 @@ secs=$(($(date +%s) - t0))
 trace_stop
 result storm_cycles "$i"
 result storm_seconds "$secs"
-result storm_client_connects "$(connects)"
+result storm_client_connects "$(client_connects)"
 result storm_sends_flushed "$(trace_count svcrdma_wc_send_flush)"
 result storm_sends_failed "$(trace_count svcrdma_wc_send_err)"
 result storm_max_reconnect_ds "$maxwait"
@@ -78,8 +67,8 @@ result storm_cycles_leaking "$leaked"
 [ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
 	pass "storm: $cycles device removals under I/O in $secs s, counters 0 after each, the client reconnected every time"
 sleep 3
-kill $reads_pid
-if stop_verifying_fio $fio_pid storm_fio_KiB; then
+kill $READS_PID
+if stop_verifying_fio $FIO_PID storm_fio_KiB; then
 	pass "storm: fio verified its data through $i disconnect cycles ($FIO_KIB KiB)"
 else
 	fail "storm: fio stopped (verify or I/O error)"
