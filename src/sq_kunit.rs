@@ -164,10 +164,10 @@ mod tests {
 
     /// The partial post that C leaks: two chunk Writes and the Send; the
     /// first Write is posted, the rest are not. Nothing may be released
-    /// until the transport is destroyed, the unposted entries come back at
-    /// once, and destroy must release the ctxt.
+    /// while the transport is in use, the unposted entries come back at
+    /// once, and `svc_rdma_free`'s drain must release the ctxt.
     #[test]
-    fn post_chain_partial_post_parks_then_destroy_releases() {
+    fn post_chain_partial_post_parks_until_free() {
         let Some(f) = FakeRdma::new(0, 4) else { return };
         let mut writes = [sys::ib_send_wr::default(), sys::ib_send_wr::default()];
         let Some(c) = f.ctxt(&mut writes) else { return };
@@ -182,14 +182,20 @@ mod tests {
             assert!((*f.raw()).sc_send_ctxts.first.is_null());
             assert!((*f.raw()).sc_send_release_list.first.is_null());
         }
-        // A drain (an nfsd thread finishing an RPC) must not release it.
-        crate::ctxt::send_ctxts_drain(f.rdma());
+        // A drain by an nfsd thread finishing an RPC (the transport holds
+        // references) must not release it.
+        // SAFETY: our stand-in; one reference, as while serving.
+        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 1 };
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
         // SAFETY: as above.
         unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        // After the QP drain, destroy releases it (onto the free list,
-        // whose entries it then frees; here we stop at the release step
-        // because the stand-in has no DMA mapping to undo).
-        crate::ctxt::orphans_release(f.rdma());
+        // svc_rdma_free's drain (no reference left, QP drained) releases
+        // it onto the free list, before the R/W contexts are destroyed.
+        // SAFETY: our stand-in; the last reference dropped.
+        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 0 };
+        // SAFETY: as above.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
         // SAFETY: as above.
         unsafe {
             let first = (*f.raw()).sc_send_ctxts.first;
