@@ -15,6 +15,9 @@ modprobe rdma_rxe
 setup_rxe "$SERVER_IP"
 modprobe nfsd
 mount -t nfsd nfsd /proc/fs/nfsd
+# No delegations: an NFSv4.1 client holding one answers stat and open from
+# its cache, and the metadata job would measure the client, not the server.
+echo 0 >/proc/sys/fs/leases-enable
 echo 10 >/proc/fs/nfsd/nfsv4leasetime
 echo 10 >/proc/fs/nfsd/nfsv4gracetime
 mkdir -p /run/rpcbind $EXPORT/meta
