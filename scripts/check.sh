@@ -76,18 +76,24 @@ do_host() {
 	done
 }
 
-do_build() {
-	bash "$TOP/scripts/build-kernel.sh" >/dev/null || { bad "test kernel build"; return 1; }
+# The kernel (test or, with KERNEL_VARIANT=debug, debug), the rootfs and
+# both flavours against that kernel.
+build_kernel_and_modules() {
+	local k=${KERNEL_VARIANT:-test} f
+	bash "$TOP/scripts/build-kernel.sh" >/dev/null || { bad "$k kernel build"; return 1; }
 	bash "$TOP/scripts/mkrootfs.sh" >/dev/null || { bad "guest rootfs"; return 1; }
-	local f
 	for f in c rust; do
 		if bash "$TOP/scripts/build-module.sh" "$f"; then
-			ok "rpcrdma.ko builds, flavour $f"
+			ok "rpcrdma.ko builds against the $k kernel, flavour $f"
 		else
-			bad "rpcrdma.ko builds, flavour $f"
+			bad "rpcrdma.ko builds against the $k kernel, flavour $f"
 			return 1
 		fi
 	done
+}
+
+do_build() {
+	build_kernel_and_modules || return 1
 	# What each flavour links.
 	if grep -qx svc_rdma_sendto.o "$TOP/build/c/objects.txt" &&
 		! grep -q '_rs\.o$' "$TOP/build/c/objects.txt"; then
@@ -334,20 +340,6 @@ do_storm() {
 	[ "$rc" = 0 ] || bad "storm rust VM run (status $rc, logs in $run)"
 }
 
-# The debug kernel's builds: kernel, c and rust modules, the fault build.
-do_build_debug() {
-	bash "$TOP/scripts/build-kernel.sh" >/dev/null || { bad "debug kernel build"; return 1; }
-	bash "$TOP/scripts/mkrootfs.sh" >/dev/null || { bad "guest rootfs"; return 1; }
-	local f
-	for f in c rust; do
-		if bash "$TOP/scripts/build-module.sh" "$f"; then
-			ok "rpcrdma.ko builds against the debug kernel, flavour $f"
-		else
-			bad "rpcrdma.ko builds against the debug kernel, flavour $f"
-			return 1
-		fi
-	done
-}
 
 # failslab confined to the Rust Send path's text (tests/vm/guest/failslab.sh).
 do_failslab() {
@@ -425,7 +417,7 @@ debug)
 	# make check-debug: the reliability suites on the debug kernel (KASAN,
 	# lockdep, kmemleak, UBSAN, ...), full length; any report fails the run.
 	phase setup do_setup || { summary; exit 1; }
-	if phase build-debug do_build_debug; then
+	if phase build-debug build_kernel_and_modules; then
 		phase kunit do_kunit || true
 		phase e2e-rust do_e2e_flavour rust || true
 		# No teardown: on this kernel it meets the orphaned connect request

@@ -244,3 +244,15 @@ wait_or_dump() {
 	fi
 	wait "$1"
 }
+
+# unload_rpcrdma SECONDS: rmmod rpcrdma, retried for up to SECONDS: after
+# umount and nfsd stop the client's transports are destroyed asynchronously.
+# Sets UNLOAD_WAIT to the seconds waited; fails (returns 1) after SECONDS.
+unload_rpcrdma() {
+	UNLOAD_WAIT=0
+	until rmmod rpcrdma 2>/dev/null; do
+		UNLOAD_WAIT=$((UNLOAD_WAIT + 1))
+		[ $UNLOAD_WAIT -ge "$1" ] && return 1
+		sleep 1
+	done
+}

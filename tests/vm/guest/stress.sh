@@ -51,17 +51,7 @@ rpc.nfsd 0
 sleep 1
 l=$(send_path_leaks)
 [ -z "$l" ] || fail "unload: Send path still holds $l after umount and nfsd stop"
-# The client's transports are destroyed asynchronously after umount (four
-# of them with nconnect): give the module up to 20 s to become unused.
-unload() {
-	n=0
-	until rmmod rpcrdma 2>/dev/null; do
-		n=$((n + 1))
-		[ $n -ge 20 ] && return 1
-		sleep 1
-	done
-}
-unload || { fail "unload: rpcrdma still in use 20 s after umount and nfsd stop"; exit 1; }
+unload_rpcrdma 20 || { fail "unload: rpcrdma still in use 20 s after umount and nfsd stop"; exit 1; }
 head -c 1048576 /dev/urandom >/tmp/copy
 want=$(sha256sum </tmp/copy | cut -d' ' -f1)
 i=0 served=0
@@ -82,7 +72,7 @@ while [ $i -lt "$cycles" ]; do
 	fi
 	l=$(send_path_leaks)
 	[ -z "$l" ] || fail "unload: cycle $i left $l"
-	unload || { fail "unload: rpcrdma still in use 20 s into cycle $i"; break; }
+	unload_rpcrdma 20 || { fail "unload: rpcrdma still in use 20 s into cycle $i"; break; }
 done
 result unload_cycles "$i"
 result unload_cycles_serving "$served"

@@ -92,16 +92,11 @@ if [ -f $P/send_ctxts_live ]; then
 	fi
 fi
 # Give the last transports time to be freed, then the module must go.
-n=0
-until rmmod rpcrdma 2>/dev/null; do
-	n=$((n + 1))
-	if [ $n -ge 20 ]; then
-		fail "rpcrdma still busy 20 s after umount and nfsd stop (refcnt $(cat /sys/module/rpcrdma/refcnt))"
-		break
-	fi
-	sleep 1
-done
-[ $n -lt 20 ] && pass "rpcrdma unloaded after teardown ($n s)"
+if unload_rpcrdma 20; then
+	pass "rpcrdma unloaded after teardown ($UNLOAD_WAIT s)"
+else
+	fail "rpcrdma still busy 20 s after umount and nfsd stop (refcnt $(cat /sys/module/rpcrdma/refcnt))"
+fi
 kmemleak_check "teardown $flavour"
 result failures $FAILS
 exit $FAILS
