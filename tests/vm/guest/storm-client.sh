@@ -1,0 +1,94 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# storm-client.sh CLIENT_IP CYCLES: disconnect storm, the client VM, which
+# drives it (the server VM runs storm-server.sh and takes commands over
+# rsh.py on the fabric's Ethernet, never over RDMA).
+#
+# Under a verifying fio load on an NFSv3 RDMA mount, the server's soft-RoCE
+# device is deleted and re-added CYCLES times, each time with Calls in
+# flight. Deleting the device removes every connection on it at once
+# (RDMA_CM_EVENT_DEVICE_REMOVAL): the server closes and frees its
+# transports, whose Sends complete flushed, before the deletion returns.
+# So right after every deletion the Send path's leak counters must read 0.
+# The client's own device stays: its transport fails on retransmission
+# timeouts and reconnects to the re-added device; fio must go on verifying.
+# (Only the server's device is removed: the server is what is tested, and
+# the kernel's NFS/RDMA client has its own problems with removal of the
+# device under it, see Documentation/testing.rst.)
+. /work/tests/vm/guest/lib.sh
+
+G=/work/tests/vm/guest
+ip=$1 cycles=$2
+modprobe rdma_rxe
+modprobe rpcrdma
+setup_rxe "$ip"
+srv() { python3 $G/rsh.py $SERVER_IP "$@"; }
+srv true || { fail "the server VM's rsh did not answer"; exit 1; }
+# However this script ends, the server VM is told to finish too.
+trap 'srv exit >/dev/null 2>&1 || true' EXIT
+
+mount_rdma 3 /mnt/st || { fail "NFSv3 mount"; exit 1; }
+start_verifying_load /mnt/st storm
+# Sends flushed by the removals: the storm caught replies in flight.
+srv "trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err"
+
+# Calls the server has received: proof that I/O runs on the new connection.
+calls() { srv 'stat_rdma recv'; }
+stalled() {
+	stall_dump /results/stall-client.txt
+	srv 'stall_dump /results/stall-server.txt'
+}
+t0=$(date +%s)
+i=0 leaked=0 maxwait=0
+while [ $i -lt "$cycles" ]; do
+	i=$((i + 1))
+	c=$(client_connects)
+	r=$(calls)
+	# Wait for the client to reconnect and send Calls again.
+	w0=$(date +%s)
+	while [ $i -gt 1 ] && [ "$(client_connects)" = "$c" ] || [ "$(calls)" -lt $((r + 20)) ]; do
+		[ $(($(date +%s) - w0)) -ge 120 ] && break
+		sleep 0.5
+	done
+	w=$(($(date +%s) - w0))
+	[ $w -gt $maxwait ] && maxwait=$w
+	if [ $w -ge 120 ]; then
+		stalled
+		fail "storm: cycle $i: no reconnect with I/O within 120 s (stall dumps in the results)"
+		break
+	fi
+	kill -0 $FIO_PID 2>/dev/null || { fail "storm: fio stopped before cycle $i"; break; }
+	if ! l=$(srv 'timeout 120 rdma link delete rxe0 || { echo "deletion failed or took over 120 s"; exit 1; }
+			send_path_leaks'); then
+		stalled
+		fail "storm: cycle $i: server: $l"
+		break
+	fi
+	# Every transport on the device was freed before the deletion returned.
+	if [ -n "$l" ]; then
+		leaked=$((leaked + 1))
+		[ $leaked -le 3 ] && fail "storm: cycle $i: the Send path holds $l with no connection left"
+	fi
+	srv 'rdma link add rxe0 type rxe netdev eth0' || { fail "storm: cycle $i: re-adding the server's rxe0"; break; }
+done
+secs=$(($(date +%s) - t0))
+result storm_cycles "$i"
+result storm_seconds "$secs"
+result storm_client_connects "$(client_connects)"
+result storm_sends_flushed "$(srv 'trace_stop; trace_count svcrdma_wc_send_flush')"
+result storm_sends_failed "$(srv 'trace_count svcrdma_wc_send_err')"
+result storm_max_reconnect_s "$maxwait"
+result storm_cycles_leaking "$leaked"
+[ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
+	pass "storm: $cycles removals of the server's device under I/O in $secs s, counters 0 after each, the client reconnected every time"
+sleep 3
+kill $READS_PID
+if stop_verifying_fio $FIO_PID storm_fio_KiB; then
+	pass "storm: fio verified its data through $i disconnect cycles ($FIO_KIB KiB)"
+else
+	fail "storm: fio stopped (verify or I/O error)"
+fi
+timeout 120 umount /mnt/st || { fail "storm: umount hangs"; umount -f -l /mnt/st; }
+result failures $FAILS
+exit $FAILS
