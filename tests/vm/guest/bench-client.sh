@@ -12,17 +12,10 @@
 # perf (cpu-clock sampling) during 4 KiB random reads and the metadata job.
 . /work/tests/vm/guest/lib.sh
 
-G=/work/tests/vm/guest
 ip=$1 rounds=$2 secs=$3 profile_secs=${4:-0}
 out=/results/bench.jsonl
 : >$out
-modprobe rdma_rxe
-modprobe rpcrdma
-setup_rxe "$ip"
-srv() { python3 $G/rsh.py $SERVER_IP "$@"; }
-srv true || { fail "the server VM's rsh did not answer"; exit 1; }
-# However this script ends, the server VM is told to finish too.
-trap 'srv exit >/dev/null 2>&1 || true' EXIT
+rsh_client "$ip"
 echo "two VMs, 1 vCPU each, joined by a QEMU socket network (TCG); soft-RoCE; NFSv3 and NFSv4.1" >/results/topology
 
 # The server's CPU: busy and total jiffies (USER_HZ), all its CPUs.

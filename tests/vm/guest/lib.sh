@@ -56,6 +56,21 @@ setup_rxe() {
 	log "soft-RoCE: $(rdma link show rxe0/1)"
 }
 
+# Two-VM tests driven by the client VM (bench, storm): srv COMMAND runs
+# COMMAND on the server VM through its rsh.py, with this library sourced.
+srv() { python3 /work/tests/vm/guest/rsh.py $SERVER_IP "$@"; }
+
+# rsh_client CLIENT_IP: the kernel's NFS/RDMA client on soft-RoCE at
+# CLIENT_IP, and the server VM's rsh.py answering; however the script ends,
+# the server VM is told to finish too.
+rsh_client() {
+	modprobe rdma_rxe
+	modprobe rpcrdma
+	setup_rxe "$1"
+	srv true || { fail "the server VM's rsh did not answer"; exit 1; }
+	trap 'srv exit >/dev/null 2>&1 || true' EXIT
+}
+
 start_nfsd() {
 	modprobe nfsd
 	mount -t nfsd nfsd /proc/fs/nfsd

@@ -18,15 +18,8 @@
 # device under it, see Documentation/testing.rst.)
 . /work/tests/vm/guest/lib.sh
 
-G=/work/tests/vm/guest
 ip=$1 cycles=$2
-modprobe rdma_rxe
-modprobe rpcrdma
-setup_rxe "$ip"
-srv() { python3 $G/rsh.py $SERVER_IP "$@"; }
-srv true || { fail "the server VM's rsh did not answer"; exit 1; }
-# However this script ends, the server VM is told to finish too.
-trap 'srv exit >/dev/null 2>&1 || true' EXIT
+rsh_client "$ip"
 
 mount_rdma 3 /mnt/st || { fail "NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/st storm
