@@ -1,21 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the test kernel into $CACHE/kbuild/<version>-<fragment hash>, out of
-# tree so the extracted source stays pristine. Rebuilt only when the key
-# changes or a previous build did not finish. Prints the build dir last.
+# Build the test kernel into $CACHE/kbuild/<version>-<hash of the config
+# fragments and kernel patches>, out of tree so the source stays pristine.
+# Rebuilt only when the key changes or a previous build did not finish. Prints the build dir last.
 
 . "$(dirname "$0")/lib.sh"
 
-SRC=$(kernel_src)
+PRISTINE=$(kernel_src)
+SRC=$(kernel_build_src)
 B=$(kernel_build)
-[ -f "$SRC/Makefile" ] || die "kernel source missing at $SRC: run scripts/setup.sh"
+[ -f "$PRISTINE/Makefile" ] || die "kernel source missing at $PRISTINE: run scripts/setup.sh"
 KMAKE=(make -C "$SRC" O="$B" LLVM="$LLVM_SUFFIX")
 
 if [ -f "$B/.build-complete" ]; then
 	say "test kernel: $B (cached)" >&2
 	echo "$B"
 	exit 0
+fi
+
+# The tree the kernels are built from: the pristine source plus
+# scripts/kernel-patches, as a hard-link copy (patch replaces the files it
+# changes, so the links to the pristine tree of those files break).
+if [ "$SRC" != "$PRISTINE" ] && [ ! -f "$SRC/.patches-applied" ]; then
+	say "test kernel: patching a copy of the source ($(kernel_patches | xargs -n1 basename | tr '\n' ' '))" >&2
+	rm -rf "$SRC.tmp"
+	cp -al "$PRISTINE" "$SRC.tmp"
+	for p in $(kernel_patches); do
+		patch -d "$SRC.tmp" -p1 --no-backup-if-mismatch -s <"$p" >&2 || die "kernel patch $p does not apply"
+	done
+	touch "$SRC.tmp/.patches-applied"
+	mv "$SRC.tmp" "$SRC"
 fi
 
 say "test kernel: configuring $B" >&2

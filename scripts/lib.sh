@@ -76,5 +76,16 @@ config_fragments() {
 	echo "$TOP/scripts/kernel.config"
 	[ -z "$KERNEL_VARIANT" ] || echo "$TOP/scripts/kernel-$KERNEL_VARIANT.config"
 }
-config_key()  { config_fragments | xargs cat | sha256sum | cut -c1-12; }
+# Fixes to the test kernels themselves (not to rpcrdma.ko), e.g. to soft-RoCE:
+# applied to a hard-link copy of the source (kernel_build_src), so that
+# kernel_src stays the pristine Debian tree.
+kernel_patches() { ls "$TOP"/scripts/kernel-patches/*.patch 2>/dev/null || true; }
+kernel_build_src() {
+	if [ -n "$(kernel_patches)" ]; then
+		echo "$(kernel_src)-patched-$(kernel_patches | xargs cat | sha256sum | cut -c1-12)"
+	else
+		kernel_src
+	fi
+}
+config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
 kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }

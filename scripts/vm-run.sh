@@ -48,7 +48,7 @@ KREL=$(cat "$KB/include/config/kernel.release")
 MODS=$KB/.modinst
 if [ ! -f "$MODS/.complete" ]; then
 	rm -rf "$MODS"
-	run_logged modules-install make -C "$(kernel_src)" O="$KB" LLVM="$LLVM_SUFFIX" \
+	run_logged modules-install make -C "$KB" LLVM="$LLVM_SUFFIX" \
 		INSTALL_MOD_PATH="$MODS" modules_install >&2
 	touch "$MODS/.complete"
 fi
