@@ -36,6 +36,7 @@ t0=$(date +%s)
 i=0 leaked=0 maxwait=0
 while [ $i -lt "$cycles" ]; do
 	i=$((i + 1))
+	[ $((i % 10)) = 1 ] && log "storm: cycle $i of $cycles"
 	c=$(client_connects)
 	r=$(calls)
 	# Wait for the client to reconnect and send Calls again.
