@@ -422,6 +422,7 @@ debug)
 	phase setup do_setup || { summary; exit 1; }
 	if phase build-debug build_kernel_and_modules; then
 		phase kunit do_kunit || true
+		phase storm do_storm 100 || true
 		phase e2e-rust do_e2e_flavour rust || true
 		# No teardown: on this kernel it meets the orphaned connect request
 		# of svc_rdma_transport.c every time (Documentation/testing.rst).
@@ -429,7 +430,6 @@ debug)
 		phase stress do_stress_debug || true
 		phase faults do_faults || true
 		phase failslab do_failslab || true
-		phase storm do_storm 100 || true
 	fi
 	;;
 host) phase host-tests do_host || true ;;
