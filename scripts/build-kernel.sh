@@ -3,7 +3,8 @@
 #
 # Build the test kernel into $CACHE/kbuild/<version>-<hash of the config
 # fragments and kernel patches>, out of tree so the source stays pristine.
-# Rebuilt only when the key changes or a previous build did not finish. Prints the build dir last.
+# Rebuilt only when the key changes or a previous build did not finish.
+# Prints the build dir last.
 
 . "$(dirname "$0")/lib.sh"
 
