@@ -4,18 +4,20 @@
 # themselves (root, Debian 12); everything downloaded or built goes to the
 # cache ($(RPCRDMA_CACHE), default ~/.cache/rpcrdma-rs), safe to delete.
 #
-# To build against your own Rust-enabled 7.3 kernel tree:
-#   make modules KDIR=/path/to/build KSRC=/path/to/source
+# To build against your own Rust-enabled 7.3 kernel tree, or a
+# distribution's headers (/lib/modules/RELEASE/build, with its source
+# package installed):
+#   make modules KDIR=/path/to/build [KSRC=/path/to/source]
 
 SHELL := /bin/bash
-export KDIR KSRC LLVM RPCRDMA_CACHE
+export KDIR KSRC RPCRDMA_CACHE
 # Command-line variables such as the CC=clang LD=ld.lld that DKMS adds must
-# not reach the kernel's make: the module is built with the kernel's own
-# LLVM=$(LLVM) toolchain (scripts/build-module.sh).
+# not reach the kernel's make: the module is built with the toolchain the
+# kernel's own .config names (scripts/kernel-toolchain.sh).
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults storm check-debug pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults storm debian check-debug pair bench lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -28,6 +30,7 @@ help:
 	@echo "make check-debug     reliability suites on a KASAN/lockdep/kmemleak kernel"
 	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
+	@echo "make debian   DKMS build on Debian's toolchain, Debian's kernel serving with ours and its own"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
 
@@ -94,6 +97,12 @@ faults:
 # runs 10 cycles, this target CYCLES (default 10).
 storm:
 	@scripts/check.sh storm $(CYCLES)
+
+# Debian's stock 7.3 kernel: DKMS with Debian's toolchain in a trixie build
+# environment, the toolchain refusals, and VMs booting Debian's vmlinuz with
+# ours and with Debian's own rpcrdma.ko. Part of `make check`.
+debian:
+	@scripts/check.sh debian
 
 # The reliability suites on a debug kernel (KASAN, lockdep, kmemleak, UBSAN,
 # DEBUG_LIST, ...): a second kernel build, so not part of `make check`.

@@ -4,10 +4,12 @@
 # build-module.sh FLAVOUR [NAME]   (FLAVOUR: c | rust)
 #
 # Builds rpcrdma.ko of the given flavour out of tree against KDIR (a kernel
-# build tree with Rust metadata) from the xprtrdma sources of KSRC, and puts
+# build tree, or a distribution's headers: scripts/prepare-kdir.sh then
+# regenerates what they lack) from the xprtrdma sources of KSRC, and puts
 # it at build/NAME/rpcrdma.ko (build-debug/NAME for KERNEL_VARIANT=debug; NAME defaults to FLAVOUR; a variant built
 # with other MODULE_MAKE_ARGS gets its own NAME). KDIR defaults to the
-# cached test kernel, KSRC to KDIR's source tree.
+# cached test kernel, KSRC to KDIR's source tree. Compiler and flags always
+# come from the kernel's own config (scripts/kernel-toolchain.sh).
 # The kernel's C files are staged as symlinks in the cache, never copied.
 
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +18,13 @@ FLAVOUR=${1:?usage: build-module.sh c|rust [NAME]}
 NAME=${2:-$FLAVOUR}
 case "$FLAVOUR" in c|rust) ;; *) die "flavour must be c or rust, not '$FLAVOUR'";; esac
 KDIR=${KDIR:-$(kernel_build)}
+[ -f "$KDIR/Module.symvers" ] || die "KDIR=$KDIR is not a built kernel tree (no Module.symvers)"
+# A distribution's headers lack the Rust metadata and the xprtrdma sources:
+# regenerate them once per kernel release from its source package.
+if [ ! -f "$KDIR/rust/bindings/bindings_generated.rs" ] && [ -z "${KSRC:-}" ]; then
+	prep=$(bash "$TOP/scripts/prepare-kdir.sh" "$KDIR") || exit 1
+	read -r KDIR KSRC _ <<<"$prep"
+fi
 # The xprtrdma C sources: a build tree made with O= links its source tree
 # as KDIR/source; an in-place build tree is its own source.
 if [ -z "${KSRC:-}" ]; then
@@ -23,14 +32,15 @@ if [ -z "${KSRC:-}" ]; then
 		[ -f "$KSRC/net/sunrpc/xprtrdma/svc_rdma_sendto.c" ] && break
 	done
 fi
-LLVM=${LLVM:-$LLVM_SUFFIX}
 XPRT=$KSRC/net/sunrpc/xprtrdma
-[ -f "$KDIR/Module.symvers" ] || die "KDIR=$KDIR is not a built kernel tree (no Module.symvers)"
 [ -f "$XPRT/Makefile" ] || die "KSRC=$KSRC has no net/sunrpc/xprtrdma: set KSRC= to the kernel source tree"
 if [ "$FLAVOUR" = rust ]; then
 	grep -q '^CONFIG_RUST=y' "$KDIR/.config" || die "KDIR=$KDIR is not built with CONFIG_RUST=y"
 	[ -f "$KDIR/rust/bindings/bindings_generated.rs" ] || die "KDIR=$KDIR lacks Rust metadata (rust/bindings)"
 fi
+# Compiler, linker, rustc and bindgen: the kernel's own (from its .config).
+tc=$(bash "$TOP/scripts/kernel-toolchain.sh" "$KDIR") || exit 1
+eval "$tc"
 
 kkey=$(printf "%s %s" "$KDIR" "$TOP" | sha256sum | cut -c1-12)
 STAGE=$CACHE/modbuild/$NAME-$kkey
@@ -42,13 +52,13 @@ ln -s "$XPRT/Makefile" "$STAGE/upstream.mk"
 ln -s "$TOP/Kbuild" "$STAGE/Kbuild"
 cp -as "$TOP/src" "$TOP/bindings" "$STAGE/"
 
-# Outside any make that called us (DKMS): its MAKEFLAGS would add directory lines.
-version=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$KSRC" kernelversion 2>/dev/null || echo unknown)
+version=$(cat "$KDIR/include/config/kernel.release" 2>/dev/null || echo unknown)
 # The git revision; a copy without git (DKMS) is named by dkms.conf's version.
 rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null ||
 	sed -n 's/^PACKAGE_VERSION="\(.*\)"/v\1/p' "$TOP/dkms.conf")
 say "rpcrdma.ko ($NAME): building against $KDIR"
-run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" LLVM="$LLVM" -j"$(nproc)" \
+say "rpcrdma.ko ($NAME): toolchain ${TOOLCHAIN_MAKEVARS[*]}"
+run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" "${TOOLCHAIN_MAKEVARS[@]}" -j"$(nproc)" \
 	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules
 
 OUT=$TOP/$MODULE_OUT/$NAME

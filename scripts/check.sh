@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|debug]:
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|debian|debug]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -395,6 +395,12 @@ sys.exit(len(seen) != 4)" "$run/profile.jsonl"; then
 	sed 's/^/    /' "$run/table.md"
 }
 
+# Debian's stock kernel: DKMS with Debian's toolchain, the refusals, and
+# Debian's vmlinuz running ours and its own rpcrdma.ko (scripts/debian-check.sh).
+do_debian() {
+	relay_script "" bash "$TOP/scripts/debian-check.sh" "${1:-3}"
+}
+
 # make install/uninstall and DKMS (scripts/install-test.sh).
 do_install() {
 	relay_script "install: " bash "$TOP/scripts/install-test.sh"
@@ -415,6 +421,8 @@ all)
 		phase bench-smoke do_bench_smoke || true
 		phase install do_install || true
 	fi
+	# Needs no test kernel: it builds against Debian's own.
+	phase debian do_debian || true
 	;;
 debug)
 	# make check-debug: the reliability suites on the debug kernel (KASAN,
@@ -443,6 +451,7 @@ stress) phase setup do_setup && phase build do_build && phase stress do_stress |
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|debug]" ;;
+debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|debian [REPS]|debug]" ;;
 esac
 summary

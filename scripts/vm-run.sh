@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]
+# vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES]
+#           [-K KERNEL -I INITRD] [-e PARAM] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -15,12 +16,16 @@
 # says otherwise (e.g. "socket,listen=127.0.0.1:PORT" and
 # "socket,connect=127.0.0.1:PORT" join two VMs, see vm-pair.sh). -d shares
 # MODULES as /lib/modules instead of the test kernel's installed modules
-# (the install tests use a tree with ours in updates/).
+# (the install tests use a tree with ours in updates/). -K and -I boot
+# another kernel (Debian's vmlinuz, with an initramfs that loads what a 9p
+# root needs; scripts/debian-env.sh kernel), whose modules -d must give;
+# -e adds a kernel command-line parameter (repeatable), e.g. rs_load=modprobe.
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-while getopts t:n:m:c:N:M:d: o; do
+KIMAGE= INITRD= EXTRA=
+while getopts t:n:m:c:N:M:d:K:I:e: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
@@ -29,7 +34,10 @@ while getopts t:n:m:c:N:M:d: o; do
 	N) NETDEV=$OPTARG ;;
 	M) MAC=$OPTARG ;;
 	d) MODTREE=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] SCRIPT [ARG...]" ;;
+	K) KIMAGE=$OPTARG ;;
+	I) INITRD=$OPTARG ;;
+	e) EXTRA="$EXTRA $OPTARG" ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -39,20 +47,23 @@ SCRIPT=${1:?guest script name}
 shift
 [ -x "$TOP/tests/vm/guest/$SCRIPT.sh" ] || die "no guest script tests/vm/guest/$SCRIPT.sh"
 
-KB=$(kernel_build)
-[ -f "$KB/.build-complete" ] || die "test kernel not built: run scripts/build-kernel.sh"
 ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: run scripts/mkrootfs.sh"
-KREL=$(cat "$KB/include/config/kernel.release")
-
-# The kernel's modules, installed once per kernel build.
-MODS=$KB/.modinst
-if [ ! -f "$MODS/.complete" ]; then
-	rm -rf "$MODS"
-	run_logged modules-install make -C "$KB" LLVM="$LLVM_SUFFIX" \
-		INSTALL_MOD_PATH="$MODS" modules_install >&2
-	touch "$MODS/.complete"
+if [ -n "$KIMAGE" ]; then
+	[ -f "$KIMAGE" ] && [ -n "$MODTREE" ] || die "-K needs a kernel image and -d its modules tree"
+else
+	KB=$(kernel_build)
+	[ -f "$KB/.build-complete" ] || die "test kernel not built: run scripts/build-kernel.sh"
+	KIMAGE=$KB/arch/x86/boot/bzImage
+	# The kernel's modules, installed once per kernel build.
+	MODS=$KB/.modinst
+	if [ ! -f "$MODS/.complete" ]; then
+		rm -rf "$MODS"
+		run_logged modules-install make -C "$KB" LLVM="$LLVM_SUFFIX" \
+			INSTALL_MOD_PATH="$MODS" modules_install >&2
+		touch "$MODS/.complete"
+	fi
+	MODTREE=${MODTREE:-$MODS/lib/modules}
 fi
-MODTREE=${MODTREE:-$MODS/lib/modules}
 
 RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$
 mkdir -p "$RUN"
@@ -76,7 +87,7 @@ NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC"
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose
 init=/sbin/rpcrdma-init panic=-1 oops=panic loglevel=6 rs_script=$SCRIPT
-rs_build=$MODULE_OUT"
+rs_build=$MODULE_OUT$EXTRA"
 # The debug kernel: KASAN reports once per bug by default; every report
 # should reach the console, and kmemleak's is requested by the tests.
 [ "$KERNEL_VARIANT" = debug ] && CMDLINE="$CMDLINE kasan.fault=report kasan_multi_shot"
@@ -87,7 +98,7 @@ rc=0
 # shellcheck disable=SC2046,SC2086 # the option lists are meant to split
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-accel tcg -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
-	-kernel "$KB/arch/x86/boot/bzImage" -append "$(echo $CMDLINE)" \
+	-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
 	-no-reboot -display none -monitor none -nodefaults \
 	-serial file:"$RUN/console.log" \
 	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODTREE" ro) \

@@ -18,7 +18,8 @@ use crate::xprt::Rdma;
 use kernel::ffi::{c_int, c_uint};
 
 /// Fails to compile unless the header's declaration (from bindgen) and our
-/// definition have the same type.
+/// definition have the same type. Both must be `unsafe extern "C"`: rustc
+/// 1.85 does not unify a safe and an unsafe function item.
 macro_rules! same_signature {
     ($name:ident) => {
         const _: () = {
@@ -333,4 +334,7 @@ pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
         _ => -1,
     }
 }
-same_signature!(rs_stat_read);
+// A safe function and the header's (unsafe) declaration do not unify in
+// `same_signature!` on rustc 1.85, the kernel's minimum: both must coerce
+// to the one pointer type written here instead.
+const _: [unsafe extern "C" fn(c_int) -> i64; 2] = [sys::rs_stat_read, rs_stat_read];

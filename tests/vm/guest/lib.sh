@@ -19,11 +19,12 @@ pass() { echo "PASS: $*"; }
 result() { echo "$1=$2" >>/results/summary; echo "  $1 = $2"; }
 
 # load_rpcrdma FLAVOUR: our build of rpcrdma.ko instead of the kernel's, and
-# proof of which one is loaded.
+# proof of which one is loaded. On an installed kernel (rs_load=modprobe on
+# the kernel command line: Debian's, with its modules tree) the module is
+# what a plain `modprobe rpcrdma` picks: FLAVOUR rust must be ours from
+# updates/ (DKMS), FLAVOUR stock the distribution's own.
 load_rpcrdma() {
 	flavour=$1
-	ko=$MODULES/$flavour/rpcrdma.ko
-	[ -f "$ko" ] || { fail "no $ko"; return 1; }
 	modprobe ib_core
 	modprobe rdma_cm
 	modprobe sunrpc
@@ -33,6 +34,12 @@ load_rpcrdma() {
 		return 1
 	fi
 	kmemleak_baseline
+	if [ "${rs_load:-insmod}" = modprobe ]; then
+		load_installed_rpcrdma "$flavour"
+		return
+	fi
+	ko=$MODULES/$flavour/rpcrdma.ko
+	[ -f "$ko" ] || { fail "no $ko"; return 1; }
 	insmod "$ko"
 	want=$(modinfo -F srcversion "$ko")
 	have=$(cat /sys/module/rpcrdma/srcversion)
@@ -47,8 +54,37 @@ load_rpcrdma() {
 	fi
 }
 
+load_installed_rpcrdma() {
+	modprobe rpcrdma || { fail "modprobe rpcrdma"; return 1; }
+	file=$(modinfo -n rpcrdma)
+	version=$(cat /sys/module/rpcrdma/version 2>/dev/null || echo none)
+	result module_file "$file"
+	result module_version "$version"
+	flavour_tag=$(modinfo -F sendto_flavour rpcrdma 2>/dev/null || true)
+	result module_flavour "${flavour_tag:-$1}"
+	result kernel_release "$(uname -r)"
+	result kernel_taint "$(cat /proc/sys/kernel/tainted)"
+	# Modules without a version carry no srcversion (the distribution's).
+	if [ -r /sys/module/rpcrdma/srcversion ] &&
+		[ "$(modinfo -F srcversion rpcrdma)" != "$(cat /sys/module/rpcrdma/srcversion)" ]; then
+		fail "the loaded rpcrdma is not $file (srcversion differs)"
+		return 1
+	fi
+	case $1:$file:$version in
+	rust:*/updates/*:*-rs.*-rust)
+		pass "modprobe rpcrdma on $(uname -r) loads ours from updates/ ($version)" ;;
+	stock:*/kernel/net/sunrpc/xprtrdma/*:none)
+		pass "modprobe rpcrdma on $(uname -r) loads the distribution's own ($file)" ;;
+	*)
+		fail "modprobe rpcrdma loaded $file (version $version), not the $1 module"
+		return 1 ;;
+	esac
+}
+
 # setup_rxe [IP]: soft-RoCE on eth0, addressed IP (default: the server's).
 setup_rxe() {
+	# Built in on the test kernels, a module on a distribution's.
+	modprobe virtio_net 2>/dev/null || true
 	ip addr add "${1:-$SERVER_IP}"/24 dev eth0
 	ip link set eth0 up
 	rdma link add rxe0 type rxe netdev eth0

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# debian-env.sh env|kernel|chroot CMD...
+#
+# Debian's stock 7.3 kernel as a target, from Debian's own packages only:
+#   env     a Debian trixie build environment (chroot in the cache) with
+#           Debian's toolchain (rustc, rust-src, bindgen, gcc-14, libclang),
+#           dkms, linux-headers-<release> and linux-source-7.3; prints its dir
+#   kernel  Debian's unmodified vmlinuz and modules tree from the
+#           linux-image package, plus a small initramfs that loads the
+#           virtio/9p modules a 9p root needs; prints its dir
+#   chroot CMD...  runs CMD inside the build environment (proc, sys and dev
+#           bound in a private mount namespace, so the host is untouched)
+# The target is the kernel that trixie-backports' linux-image-amd64 depends
+# on; every cache dir is keyed by that package version and this script.
+
+. "$(dirname "$0")/lib.sh"
+
+SUITE=trixie
+MIRROR=http://deb.debian.org/debian
+# What a trixie server admin installs to build our module (besides
+# linux-headers-<release> and linux-source-7.3; Documentation/admin-guide.rst).
+ADMIN_PKGS="rustc rust-src bindgen gcc-14 libclang-19-dev make flex bison bc libelf-dev
+libssl-dev dwarves dkms openssl kmod xz-utils python3"
+# Modules the initramfs loads so that Debian's kernel can mount a 9p root.
+INITRAMFS_MODULES="9pnet_virtio 9p"
+# Cache keys: the build environment changes with the package list, the
+# kernel dir with this script's initramfs part.
+ENV_KEY=$(echo "$SUITE $ADMIN_PKGS" | sha256sum | cut -c1-8)
+KERNEL_KEY=$(sed -n '/^debian_kernel()/,/^}/p' "$0" | cat - <(echo "$INITRAMFS_MODULES") | sha256sum | cut -c1-8)
+
+# The target kernel, as the host's apt sees trixie-backports (scripts/setup.sh
+# adds that source with pin priority 1): its version and release name.
+target() {
+	local deps
+	deps=$(apt-cache show "linux-image-amd64/$SUITE-backports" 2>/dev/null |
+		sed -n 's/^Depends: //p' | head -n 1)
+	DEB_VERSION=$(apt-cache show "linux-image-amd64/$SUITE-backports" 2>/dev/null |
+		sed -n 's/^Version: //p' | head -n 1)
+	DEB_KREL=$(grep -oE 'linux-image-[0-9][^ ,]*' <<<"$deps" | head -n 1 | sed 's/^linux-image-//')
+	[ -n "$DEB_VERSION" ] && [ -n "$DEB_KREL" ] ||
+		die "cannot find linux-image-amd64 in $SUITE-backports: run scripts/setup.sh (it adds that source)"
+}
+
+# in_chroot DIR CMD...: CMD in DIR with /proc, /sys, /dev bound, privately.
+in_chroot() {
+	local r=$1
+	shift
+	unshare -m -- bash -c 'r=$1; shift
+		mount -t proc proc "$r/proc" && mount --rbind /sys "$r/sys" &&
+		mount --rbind /dev "$r/dev" && mount -t tmpfs tmpfs "$r/tmp" &&
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+			LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' bash "$r" "$@"
+}
+
+# The build environment: what a trixie server admin installs, all Debian's.
+build_env() {
+	target
+	local r=$CACHE/debian/env-$SUITE-$DEB_VERSION-$ENV_KEY
+	if [ -f "$r/.complete" ]; then
+		say "Debian build environment: $r (cached)" >&2
+		echo "$r"
+		return
+	fi
+	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
+	rm -rf "$r"
+	mkdir -p "$r"
+	say "Debian build environment: debootstrap $SUITE into $r (~3 min)" >&2
+	progress_logged debian-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
+	cat >"$r/etc/apt/sources.list.d/debian.sources" <<-EOT
+	Types: deb
+	URIs: $MIRROR
+	Suites: $SUITE $SUITE-updates $SUITE-backports
+	Components: main
+	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOT
+	rm -f "$r/etc/apt/sources.list"
+	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
+	# The admin's packages (Documentation/admin-guide.rst), nothing else.
+	say "Debian build environment: installing rustc, rust-src, bindgen, gcc-14, libclang, dkms, linux-headers-$DEB_KREL, linux-source-7.3 (~4 min)" >&2
+	# shellcheck disable=SC2086 # the package list splits
+	progress_logged debian-apt-install in_chroot "$r" apt-get install -y --no-install-recommends \
+		$ADMIN_PKGS "linux-headers-$DEB_KREL" "linux-source-$KVER_PKG" >&2
+	in_chroot "$r" dpkg-query -W rustc rust-src bindgen gcc-14 libclang-19-dev dkms \
+		"linux-headers-$DEB_KREL" "linux-source-$KVER_PKG" >"$r/.versions"
+	touch "$r/.complete"
+	say "Debian build environment: ready ($(tr '\t' ' ' <"$r/.versions" | paste -sd, | sed 's/,/, /g'))" >&2
+	echo "$r"
+}
+
+# Debian's kernel, unmodified, for the test VMs: vmlinuz and the modules
+# tree from the packages linux-image-<release> depends on, and an initramfs
+# (busybox) that loads the modules a 9p root needs, then hands over to the
+# rootfs's /sbin/rpcrdma-init as the test kernel's boot does.
+debian_kernel() {
+	target
+	local r k deb m
+	r=$(build_env)
+	k=$CACHE/debian/kernel-$DEB_KREL-$DEB_VERSION-$KERNEL_KEY
+	if [ -f "$k/.complete" ]; then
+		say "Debian kernel: $k (cached)" >&2
+		echo "$k"
+		return
+	fi
+	say "Debian kernel: downloading linux-image-$DEB_KREL's vmlinuz and modules ($DEB_VERSION, ~120 MB)" >&2
+	rm -rf "$k" "$r/root/debs"
+	mkdir -p "$k/root" "$r/root/debs"
+	run_logged debian-kernel-download in_chroot "$r" sh -c "cd /root/debs &&
+		apt-get -o APT::Sandbox::User=root download linux-binary-$DEB_KREL \
+			linux-modules-$DEB_KREL linux-base-$DEB_KREL" >&2
+	for deb in "$r"/root/debs/*.deb; do
+		dpkg-deb -x "$deb" "$k/root"
+	done
+	rm -rf "$r/root/debs"
+	ln -s usr/lib "$k/root/lib"
+	[ -f "$k/root/lib/modules/$DEB_KREL/vmlinuz" ] || die "no vmlinuz in linux-binary-$DEB_KREL"
+	run_logged debian-depmod depmod -b "$k/root" "$DEB_KREL" >&2
+
+	# The initramfs: busybox, the modules (decompressed: busybox insmod
+	# reads plain ELF) in dependency order, and /init.
+	local ird=$k/initramfs
+	mkdir -p "$ird/bin" "$ird/mods"
+	cp /usr/bin/busybox "$ird/bin/busybox"
+	for m in sh mount mkdir insmod switch_root echo cat; do ln -s busybox "$ird/bin/$m"; done
+	: >"$ird/mods/order"
+	# shellcheck disable=SC2086
+	modprobe -a -d "$k/root" -S "$DEB_KREL" --show-depends $INITRAMFS_MODULES |
+		sed -n 's/^insmod \([^ ]*\).*/\1/p' | awk '!seen[$0]++' | while read -r m; do
+		xz -dc "$m" >"$ird/mods/$(basename "$m" .xz)"
+		basename "$m" .xz >>"$ird/mods/order"
+	done
+	[ "$(grep -c . "$ird/mods/order")" -ge 2 ] || die "initramfs: module list for $INITRAMFS_MODULES is empty"
+	cat >"$ird/init" <<-'EOT'
+	#!/bin/sh
+	# Load what a 9p root needs, mount it, continue with the rootfs's init.
+	mkdir -p /proc /dev /newroot
+	mount -t proc proc /proc
+	mount -t devtmpfs devtmpfs /dev
+	for m in $(cat /mods/order); do insmod /mods/$m || echo "initramfs: insmod $m failed"; done
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro rootfs /newroot ||
+		{ echo "initramfs: cannot mount the 9p root"; exec sh; }
+	mount --move /dev /newroot/dev
+	umount /proc
+	exec switch_root /newroot /sbin/rpcrdma-init
+	EOT
+	chmod 755 "$ird/init"
+	(cd "$ird" && find . | cpio -o -H newc --quiet | gzip -1) >"$k/initrd.img"
+	ln -s "root/lib/modules/$DEB_KREL/vmlinuz" "$k/vmlinuz"
+	echo "$DEB_KREL" >"$k/release"
+	touch "$k/.complete"
+	say "Debian kernel: $DEB_KREL, initramfs with $(paste -sd' ' "$ird/mods/order")" >&2
+	echo "$k"
+}
+
+case "${1:-}" in
+env) build_env ;;
+kernel) debian_kernel ;;
+chroot)
+	shift
+	r=$(build_env)
+	in_chroot "$r" "$@"
+	;;
+target) target; echo "$DEB_KREL $DEB_VERSION" ;;
+*) die "usage: debian-env.sh env|kernel|target|chroot CMD..." ;;
+esac
