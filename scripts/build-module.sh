@@ -58,7 +58,9 @@ rev=$(git -C "$TOP" describe --always --dirty 2>/dev/null ||
 	sed -n 's/^PACKAGE_VERSION="\(.*\)"/v\1/p' "$TOP/dkms.conf")
 say "rpcrdma.ko ($NAME): building against $KDIR"
 say "rpcrdma.ko ($NAME): toolchain ${TOOLCHAIN_MAKEVARS[*]}"
-run_logged "module-$NAME" make -C "$KDIR" M="$STAGE" "${TOOLCHAIN_MAKEVARS[@]}" -j"$(nproc)" \
+# Its own top-level make: a make that called us (DKMS's make -jN) would
+# hand down a jobserver it does not share with this command.
+run_logged "module-$NAME" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$KDIR" M="$STAGE" "${TOOLCHAIN_MAKEVARS[@]}" -j"$(nproc)" \
 	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules
 
 OUT=$TOP/$MODULE_OUT/$NAME

@@ -66,7 +66,7 @@ emit() { echo "$K/build $K/src ${TOOLCHAIN_MAKEVARS[*]}"; }
 exports_gate() {
 	local ours theirs
 	ours=$(sed -nE 's/^EXPORT_SYMBOL_RUST_GPL\(([A-Za-z0-9_]+)\);$/\1/p' "$K"/build/rust/exports_*_generated.h | sort -u)
-	theirs=$(awk '$2 ~ /^(_R|rust_helper_)/ { print $2 }' "$HDR/Module.symvers" | sort -u)
+	theirs=$(awk '$2 ~ /^(_R|rust_)/ { print $2 }' "$HDR/Module.symvers" | sort -u)
 	if [ -z "$ours" ] || [ "$ours" != "$theirs" ]; then
 		diff <(echo "$ours") <(echo "$theirs") | head -n 10 >&2 || true
 		die "the Rust exports regenerated in $K/build ($(echo "$ours" | grep -c .)) differ from $HDR/Module.symvers ($(echo "$theirs" | grep -c .)): another rustc or kernel source than the kernel's (difference above)"

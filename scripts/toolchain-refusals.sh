@@ -66,7 +66,7 @@ refuses "a kernel whose source package is not installed" "$d" "no kernel source 
 d=$(fake othersource)
 mkdir -p "$W/src-7.3.99"
 printf 'VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 99\nkernelversion:\n\t@echo $(VERSION).$(PATCHLEVEL).$(SUBLEVEL)\n' >"$W/src-7.3.99/Makefile"
-refuses "a kernel source of another version" "$d" "is kernel 7\.3\.99, the headers are $KREL" \
+refuses "a kernel source of another version" "$d" "is kernel 7\.3\.99, the headers are " \
 	RPCRDMA_KERNEL_SOURCE="$W/src-7.3.99" RPCRDMA_KERNELS="$W/kernels"
 
 d=$(fake exports)
