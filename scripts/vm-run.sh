@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES]
-#           [-K KERNEL -I INITRD] [-e PARAM] SCRIPT [ARG...]
+#           [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -20,12 +20,13 @@
 # another kernel (Debian's vmlinuz, with an initramfs that loads what a 9p
 # root needs; scripts/debian-env.sh kernel), whose modules -d must give;
 # -e adds a kernel command-line parameter (repeatable), e.g. rs_load=modprobe.
+# -A replaces the accelerator option (default tcg: one host thread per vCPU).
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-KIMAGE= INITRD= EXTRA=
-while getopts t:n:m:c:N:M:d:K:I:e: o; do
+KIMAGE= INITRD= EXTRA= ACCEL=tcg
+while getopts t:n:m:c:N:M:d:K:I:e:A: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
@@ -37,7 +38,8 @@ while getopts t:n:m:c:N:M:d:K:I:e: o; do
 	K) KIMAGE=$OPTARG ;;
 	I) INITRD=$OPTARG ;;
 	e) EXTRA="$EXTRA $OPTARG" ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] SCRIPT [ARG...]" ;;
+	A) ACCEL=$OPTARG ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -97,7 +99,7 @@ t0=$SECONDS
 rc=0
 # shellcheck disable=SC2046,SC2086 # the option lists are meant to split
 timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
-	-accel tcg -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
+	-accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
 	-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
 	-no-reboot -display none -monitor none -nodefaults \
 	-serial file:"$RUN/console.log" \
