@@ -80,7 +80,7 @@ fn page_dma_map(
     let (rdma, ctxt) = (md.rdma, md.ctxt);
     // SAFETY: the ctxt is owned by the thread building the reply.
     let sge_no = unsafe {
-        (*ctxt).sc_cur_sge_no += 1;
+        (*ctxt).sc_cur_sge_no = (*ctxt).sc_cur_sge_no.checked_add(1).ok_or(EIO)?;
         (*ctxt).sc_cur_sge_no
     };
     // SAFETY: as above.
@@ -119,9 +119,10 @@ fn page_dma_map(
     unsafe { sys::rs_trace_dma_map_page(cid, addr, len) };
     sge.addr = addr;
     sge.length = len;
-    // Counted only once mapped: unmap undoes exactly these.
+    // Counted only once mapped: unmap undoes exactly these. At most the
+    // SGE array's length, which `sge_no` was checked against.
     // SAFETY: the ctxt is ours.
-    unsafe { (*ctxt).sc_send_wr.num_sge += 1 };
+    unsafe { (*ctxt).sc_send_wr.num_sge = (*ctxt).sc_send_wr.num_sge.saturating_add(1) };
     crate::stats::add(&crate::stats::SGES_MAPPED, 1);
     Ok(())
 }

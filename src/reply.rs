@@ -128,11 +128,13 @@ unsafe fn save_io_pages(rqstp: *mut sys::svc_rqst, ctxt: *mut sys::svc_rdma_send
         // rq_maxpages); never write past it.
         let room = (*ctxt).sc_maxpages.saturating_sub(start);
         let n = pages.min(room);
+        let slots = (*ctxt).sc_pages.add(start);
         for i in 0..n {
-            *(*ctxt).sc_pages.add(start + i) = *respages.add(i);
+            *slots.add(i) = *respages.add(i);
             *respages.add(i) = core::ptr::null_mut();
         }
-        (*ctxt).sc_page_count += n as i32;
+        // start + n <= sc_maxpages, a C int.
+        (*ctxt).sc_page_count = i32::try_from(start.saturating_add(n)).unwrap_or(i32::MAX);
         crate::stats::add(&crate::stats::PAGES_HELD, n as i64);
     }
 }

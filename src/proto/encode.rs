@@ -73,7 +73,8 @@ pub(crate) fn encode_write_segment(
         (seg.offset >> 32) as u32,
         seg.offset as u32,
     ])?;
-    *remaining -= length;
+    // `length` is at most `remaining`.
+    *remaining = remaining.saturating_sub(length);
     Ok(SEGMENT_LEN)
 }
 
@@ -103,12 +104,19 @@ pub(crate) fn encode_write_chunk_traced(
     // Two reservations, as in C: "present" stays written if the count fails.
     w.put_u32(1)?;
     w.put_u32(segcount)?;
-    let mut len = 8;
+    let mut len = 8usize;
     let mut remaining = chunk.payload_length;
-    for (segno, seg) in (0u32..).zip(chunk.segments) {
+    // A counter of our own: `(0u32..)` and `enumerate` inherit the kernel's
+    // overflow checks, which would put a panic path here.
+    let mut segno = 0u32;
+    for seg in chunk.segments {
         let before = remaining;
-        len += encode_write_segment(w, seg, &mut remaining)?;
-        trace(segno, seg, before - remaining);
+        let seg_len = encode_write_segment(w, seg, &mut remaining)?;
+        // Lengths count bytes of the writer's buffer: checked, not panicking.
+        len = len.checked_add(seg_len).ok_or(Error::MsgSize)?;
+        trace(segno, seg, before.saturating_sub(remaining));
+        // At most `segcount`, a u32.
+        segno = segno.wrapping_add(1);
     }
     Ok(len)
 }
@@ -130,12 +138,13 @@ pub(crate) fn encode_write_list_traced<'a>(
     chunks: impl IntoIterator<Item = WriteChunk<'a>>,
     trace: SegmentTrace<'_>,
 ) -> Result<usize, Error> {
-    let mut len = 0;
+    let mut len = 0usize;
     for chunk in chunks {
-        len += encode_write_chunk_traced(w, &chunk, trace)?;
+        let chunk_len = encode_write_chunk_traced(w, &chunk, trace)?;
+        len = len.checked_add(chunk_len).ok_or(Error::MsgSize)?;
     }
     w.put_u32(0)?;
-    Ok(len + 4)
+    len.checked_add(4).ok_or(Error::MsgSize)
 }
 
 /// `svc_rdma_encode_reply_chunk`: "absent" without a Reply chunk; else the
@@ -211,5 +220,6 @@ pub(crate) fn encode_error(
         ])?,
         ErrCode::Chunk => w.put_u32(ErrCode::Chunk as u32)?,
     }
-    Ok(w.len() - start)
+    // The writer only grows.
+    Ok(w.len().saturating_sub(start))
 }

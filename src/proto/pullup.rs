@@ -28,11 +28,13 @@ pub(crate) fn page_fragments(
         if remaining == 0 {
             return None;
         }
-        let len = (page_size - offset).min(remaining);
+        // `offset` < `page_size` and `len` <= `remaining`: the subtractions
+        // never saturate; the page index cannot reach usize::MAX.
+        let len = page_size.saturating_sub(offset).min(remaining);
         let frag = (index, offset, len);
-        remaining -= len;
+        remaining = remaining.saturating_sub(len);
         offset = 0;
-        index += 1;
+        index = index.saturating_add(1);
         Some(frag)
     })
 }
@@ -54,8 +56,12 @@ pub(crate) struct XdrShape {
 /// one for a non-empty head, one per page fragment, one for a non-empty
 /// tail.
 pub(crate) fn xb_count_sges(x: &XdrShape, page_size: u32) -> u32 {
-    let frags = page_fragments(x.page_base, x.page_len, page_size).count() as u32;
-    u32::from(x.head_len != 0) + frags + u32::from(x.tail_len != 0)
+    // Not `count()`: it inherits the kernel's overflow checks (a panic path).
+    let frags =
+        page_fragments(x.page_base, x.page_len, page_size).fold(0u32, |n, _| n.saturating_add(1));
+    frags
+        .saturating_add(u32::from(x.head_len != 0))
+        .saturating_add(u32::from(x.tail_len != 0))
 }
 
 /// How the inline part of a reply goes out.
