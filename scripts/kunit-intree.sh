@@ -51,10 +51,13 @@ chmod +x "$WRAP/qemu-system-x86_64"
 say "in-tree: kunit.py run (builds the kunit kernel: ~10 min cold on 2 cores)"
 cd "$TREE"
 rc=0
+rm -f "$T/kunit.json"
 python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
 	--kunitconfig=net/sunrpc/xprtrdma/.kunitconfig \
 	--build_dir="$T/build" --make_options "LLVM=$LLVM_SUFFIX" \
-	--jobs="$(nproc)" --timeout=900 2>&1 | tee "$LOGS/kunit-intree.log" || rc=$?
-grep -qE 'Testing complete\. .*[1-9][0-9]* passed' "$LOGS/kunit-intree.log" || rc=1
-grep -q 'rpcrdma_rs_' "$LOGS/kunit-intree.log" || { warn "none of our suites ran"; rc=1; }
+	--jobs="$(nproc)" --timeout=900 --json "$T/kunit.json" 2>&1 |
+	tee "$LOGS/kunit-intree.log" || rc=$?
+# kunit.py's own verdict (its exit status, through pipefail), and our
+# suites' cases from its parsed results: every one passed, and some ran.
+python3 "$TOP/scripts/kunit_summary.py" "$T/kunit.json" || rc=1
 exit $rc

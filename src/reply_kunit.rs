@@ -11,7 +11,8 @@ mod tests {
     use crate::sys;
     use core::mem::size_of;
     use core::ptr::{addr_of_mut, null_mut};
-    use kernel::error::code::E2BIG;
+    use kernel::error::code::{E2BIG, ENOMEM};
+    use kernel::error::Result;
 
     /// A zeroed receive ctxt whose Write list holds chunks of the given
     /// lengths, with the payload cursor on the first, as after decoding.
@@ -78,10 +79,8 @@ mod tests {
     }
 
     #[test]
-    fn payload_fits_and_cursor_advances() {
-        let Some(call) = Call::new([4096, 8192]) else {
-            return;
-        };
+    fn payload_fits_and_cursor_advances() -> Result {
+        let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 4096), Ok(()));
@@ -93,13 +92,12 @@ mod tests {
             assert!(call.cursor().is_null());
             assert_eq!(result_payload(call.rctxt, 400, 100), Ok(()));
         }
+        Ok(())
     }
 
     #[test]
-    fn too_big_still_advances() {
-        let Some(call) = Call::new([4096, 8192]) else {
-            return;
-        };
+    fn too_big_still_advances() -> Result {
+        let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 5000), Err(E2BIG));
@@ -107,30 +105,29 @@ mod tests {
             assert!(call.cursor() == call.chunks[1]);
             assert_eq!(call.chunk(0), (0, 0));
         }
+        Ok(())
     }
 
     #[test]
-    fn zero_length_does_not_move() {
-        let Some(call) = Call::new([4096, 8192]) else {
-            return;
-        };
+    fn zero_length_does_not_move() -> Result {
+        let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             assert_eq!(result_payload(call.rctxt, 120, 0), Ok(()));
             assert!(call.cursor() == call.chunks[0]);
             assert_eq!(call.chunk(0), (0, 0));
         }
+        Ok(())
     }
 
     #[test]
-    fn no_write_chunks() {
-        let Some(call) = Call::new([1, 1]) else {
-            return;
-        };
+    fn no_write_chunks() -> Result {
+        let call = Call::new([1, 1]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             (*call.rctxt).rc_cur_result_payload = null_mut();
             assert_eq!(result_payload(call.rctxt, 0, 100), Ok(()));
         }
+        Ok(())
     }
 }

@@ -12,7 +12,8 @@ mod tests {
     use crate::sq;
     use crate::sys;
     use core::ptr::addr_of_mut;
-    use kernel::error::code::{EIO, ENOTCONN};
+    use kernel::error::code::{EIO, ENOMEM, ENOTCONN};
+    use kernel::error::Result;
     use kernel::sync::atomic::Relaxed;
 
     /// A completion ID for the tracepoints, which read it when enabled.
@@ -27,10 +28,8 @@ mod tests {
     }
 
     #[test]
-    fn fast_path_takes_entries() {
-        let Some(f) = FakeRdma::new(10, 4) else {
-            return;
-        };
+    fn fast_path_takes_entries() -> Result {
+        let f = FakeRdma::new(10, 4).ok_or(ENOMEM)?;
         let r = f.rdma();
         assert_eq!(sq::sq_wait(r, &CID, 4), Ok(()));
         assert_eq!(r.sq_avail().load(Relaxed), 6);
@@ -39,11 +38,12 @@ mod tests {
         // No ticket was taken.
         assert_eq!(r.sq_ticket_head().load(Relaxed), 0);
         assert_eq!(r.sq_ticket_tail().load(Relaxed), 0);
+        Ok(())
     }
 
     #[test]
-    fn full_and_closed_gives_enotconn_and_serves_ticket() {
-        let Some(f) = FakeRdma::new(2, 4) else { return };
+    fn full_and_closed_gives_enotconn_and_serves_ticket() -> Result {
+        let f = FakeRdma::new(2, 4).ok_or(ENOMEM)?;
         let r = f.rdma();
         f.set_closing();
         let before = starved();
@@ -54,11 +54,12 @@ mod tests {
         assert_eq!(r.sq_ticket_head().load(Relaxed), 1);
         assert_eq!(r.sq_ticket_tail().load(Relaxed), 1);
         assert_eq!(starved() - before, 1);
+        Ok(())
     }
 
     #[test]
-    fn ticket_counters_wrap() {
-        let Some(f) = FakeRdma::new(0, 4) else { return };
+    fn ticket_counters_wrap() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let r = f.rdma();
         r.sq_ticket_head().store(i32::MAX, Relaxed);
         r.sq_ticket_tail().store(i32::MAX, Relaxed);
@@ -66,25 +67,26 @@ mod tests {
         assert_eq!(sq::sq_wait(r, &CID, 1), Err(ENOTCONN));
         assert_eq!(r.sq_ticket_head().load(Relaxed), i32::MIN);
         assert_eq!(r.sq_ticket_tail().load(Relaxed), i32::MIN);
+        Ok(())
     }
 
     #[test]
-    fn wake_returns_entries() {
-        let Some(f) = FakeRdma::new(-3, 4) else {
-            return;
-        };
+    fn wake_returns_entries() -> Result {
+        let f = FakeRdma::new(-3, 4).ok_or(ENOMEM)?;
         sq::wake_send_waiters(f.rdma(), 5);
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
+        Ok(())
     }
 
     #[test]
-    fn post_send_err_nothing_posted_returns_entries() {
-        let Some(f) = FakeRdma::new(0, 4) else { return };
+    fn post_send_err_nothing_posted_returns_entries() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let wr = sys::ib_send_wr::default();
         let rc = sq::post_send_err(f.rdma(), &CID, &wr, &wr, 3, -5);
         assert_eq!(rc, ENOTCONN.to_errno());
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 3);
         assert!(f.rdma().is_closing());
+        Ok(())
     }
 
     /// Stand-in for `ib_post_send` that accepts everything.
@@ -131,23 +133,24 @@ mod tests {
     }
 
     #[test]
-    fn post_chain_success_hands_ctxt_to_completion() {
-        let Some(f) = FakeRdma::new(0, 4) else { return };
+    fn post_chain_success_hands_ctxt_to_completion() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let mut writes = [];
-        let Some(c) = f.ctxt(&mut writes) else { return };
+        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
         let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
         // Nothing was put back: the completion owns it. Free it here.
         assert!(!f.rdma().is_closing());
         // SAFETY: the stand-in device will never complete it.
         unsafe { sys::kfree(p.cast()) };
+        Ok(())
     }
 
     #[test]
-    fn post_chain_nothing_posted_returns_ctxt() {
-        let Some(f) = FakeRdma::new(0, 4) else { return };
+    fn post_chain_nothing_posted_returns_ctxt() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let mut writes = [sys::ib_send_wr::default()];
-        let Some(c) = f.ctxt(&mut writes) else { return };
+        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
         // A failed post must hand the ctxt back.
         let r = sq::post_chain(f.rdma(), c, post_none);
         assert!(r.is_err());
@@ -160,6 +163,7 @@ mod tests {
                 drop(c); // puts it on the release list, freed with `f`
             }
         }
+        Ok(())
     }
 
     /// The partial post that C leaks: two chunk Writes and the Send; the
@@ -167,10 +171,10 @@ mod tests {
     /// while the transport is in use, the unposted entries come back at
     /// once, and `svc_rdma_free`'s drain must release the ctxt.
     #[test]
-    fn post_chain_partial_post_parks_until_free() {
-        let Some(f) = FakeRdma::new(0, 4) else { return };
+    fn post_chain_partial_post_parks_until_free() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let mut writes = [sys::ib_send_wr::default(), sys::ib_send_wr::default()];
-        let Some(c) = f.ctxt(&mut writes) else { return };
+        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
         let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, post_one_then_fail).is_ok());
         // Second Write and Send were not posted: 2 of 3 entries back.
@@ -201,5 +205,6 @@ mod tests {
             let first = (*f.raw()).sc_send_ctxts.first;
             assert!(first == addr_of_mut!((*p).sc_node));
         }
+        Ok(())
     }
 }

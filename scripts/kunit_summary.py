@@ -1,0 +1,45 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""kunit_summary.py JSON: our suites' results from kunit.py's --json output.
+
+kunit.py (tools/testing/kunit) writes its parsed KTAP as nested groups:
+{"name", "sub_groups": [...], "test_cases": [{"name", "status"}], ...}.
+Prints a line per test case of the rpcrdma_rs_* suites and a closing
+"N passed, N failed"; exits 1 when any of them failed, crashed or was
+skipped, or when none of our suites (or no test case) is in the results.
+"""
+
+import json
+import sys
+
+
+def suites(group):
+    """Every group whose name is one of our suites, at any depth."""
+    if group.get("name", "").startswith("rpcrdma_rs_"):
+        yield group
+    for sub in group.get("sub_groups", []):
+        yield from suites(sub)
+
+
+def main(path):
+    with open(path, encoding="utf-8") as f:
+        root = json.load(f)
+    passed = failed = 0
+    found = []
+    for suite in suites(root):
+        found.append(suite["name"])
+        for case in suite.get("test_cases", []):
+            ok = case.get("status") == "PASS"
+            passed += ok
+            failed += not ok
+            print(f"    {suite['name']}: {case.get('status')} {case.get('name')}")
+    if not found:
+        print("kunit_summary: no rpcrdma_rs_* suite in the results", file=sys.stderr)
+    elif passed + failed == 0:
+        print("kunit_summary: our suites ran no test case", file=sys.stderr)
+    print(f"{passed} passed, {failed} failed")
+    return 0 if found and passed and not failed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
