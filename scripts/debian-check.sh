@@ -151,7 +151,7 @@ done
 # Side by side: Debian's own module and ours on Debian's kernel.
 get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
 echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
-printf '    %-34s %-36s %-36s\n' "" stock rust
+printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
 for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
 	v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
 	v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
@@ -159,7 +159,8 @@ for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_v
 done
 printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
 	"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
-echo "    hostile classes x $REPS (outcome per module; stock for comparison, not asserted):"
+echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
+printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
 join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "${RUN[debian-hostile-rust]}/hostile.txt" 2>/dev/null | sort) \
 	<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "${RUN[debian-hostile-stock]}/hostile.txt" 2>/dev/null | sort) |
 	awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |

@@ -66,7 +66,7 @@ build_env() {
 	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
 	rm -rf "$r"
 	mkdir -p "$r"
-	say "Debian build environment: debootstrap $SUITE into $r (~3 min)" >&2
+	say "Debian build environment: debootstrap $SUITE into $r (~1 min)" >&2
 	progress_logged debian-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
 	cat >"$r/etc/apt/sources.list.d/debian.sources" <<-EOT
 	Types: deb
@@ -78,7 +78,7 @@ build_env() {
 	rm -f "$r/etc/apt/sources.list"
 	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
 	# The admin's packages (Documentation/admin-guide.rst), nothing else.
-	say "Debian build environment: installing rustc, rust-src, bindgen, gcc-14, libclang, dkms, linux-headers-$DEB_KREL, linux-source-7.3 (~4 min)" >&2
+	say "Debian build environment: installing rustc, rust-src, bindgen, gcc-14, libclang, dkms, linux-headers-$DEB_KREL, linux-source-7.3 (~1 min)" >&2
 	# shellcheck disable=SC2086 # the package list splits
 	progress_logged debian-apt-install in_chroot "$r" apt-get install -y --no-install-recommends \
 		$ADMIN_PKGS "linux-headers-$DEB_KREL" "linux-source-$KVER_PKG" >&2

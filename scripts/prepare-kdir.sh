@@ -80,7 +80,7 @@ if [ -f "$K/.complete" ]; then
 	exit 0
 fi
 
-say "kernel $KREL: regenerating its Rust metadata from $SRC_ARCHIVE ($srcver) into $K (once per release, ~5 min)" >&2
+say "kernel $KREL: regenerating its Rust metadata from $SRC_ARCHIVE ($srcver) into $K (once per release, ~2 min)" >&2
 rm -rf "$K"
 mkdir -p "$K/build"
 if [ -d "$SRC_ARCHIVE" ]; then
