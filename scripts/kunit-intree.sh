@@ -55,7 +55,7 @@ rm -f "$T/kunit.json"
 python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
 	--kunitconfig=net/sunrpc/xprtrdma/.kunitconfig \
 	--build_dir="$T/build" --make_options "LLVM=$LLVM_SUFFIX" \
-	--jobs="$(nproc)" --timeout=900 --json "$T/kunit.json" 2>&1 |
+	--jobs="$(nproc)" --timeout=900 --json="$T/kunit.json" 2>&1 |
 	tee "$LOGS/kunit-intree.log" || rc=$?
 # kunit.py's own verdict (its exit status, through pipefail), and our
 # suites' cases from its parsed results: every one passed, and some ran.

@@ -22,8 +22,13 @@ def suites(group):
 
 
 def main(path):
-    with open(path, encoding="utf-8") as f:
-        root = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            root = json.load(f)
+    except (OSError, ValueError) as e:
+        print(f"kunit_summary: no results from kunit.py: {e}", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
     passed = failed = 0
     found = []
     for suite in suites(root):
