@@ -116,17 +116,22 @@ vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
 		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
 	return $rc
 }
+# relay WHAT RUN: the guest's PASS:/FAIL: lines as checks named WHAT.
+relay() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) pass "$1: ${line#PASS: }" ;;
+		FAIL:*) fail "$1: ${line#FAIL: } ($2)" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$2/guest.log" 2>/dev/null)
+}
 for f in rust stock; do
 	tree=$([ $f = rust ] && echo ours || echo stock)
 	rc=0
 	vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
 	run=${RUN[debian-smoke-$f]}
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) pass "Debian $f e2e: ${line#PASS: }" ;;
-		FAIL:*) fail "Debian $f e2e: ${line#FAIL: } ($run)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	relay "Debian $f e2e" "$run"
 	[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
 	for v in v3 v41; do
 		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
@@ -136,12 +141,7 @@ for f in rust stock; do
 	vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
 	run=${RUN[debian-hostile-$f]}
 	if [ $f = rust ]; then
-		while IFS= read -r line; do
-			case $line in
-			PASS:*) pass "Debian rust hostile: ${line#PASS: }" ;;
-			FAIL:*) fail "Debian rust hostile: ${line#FAIL: } ($run)" ;;
-			esac
-		done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+		relay "Debian rust hostile" "$run"
 		[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
 		n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
 		[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
@@ -161,8 +161,5 @@ printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
 	"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
 echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
 printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
-join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "${RUN[debian-hostile-rust]}/hostile.txt" 2>/dev/null | sort) \
-	<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "${RUN[debian-hostile-stock]}/hostile.txt" 2>/dev/null | sort) |
-	awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |
-	tee "$LOGS/debian-hostile-table.txt"
+hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
 [ "$FAILS" = 0 ]

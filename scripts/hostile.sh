@@ -33,8 +33,5 @@ for f in rust c; do
 done
 # Side by side: expected, rust, c.
 echo "    hostile classes x $REPS (outcome per flavour; c for comparison, not asserted):"
-join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "${RUN[rust]}/hostile.txt" | sort) \
-	<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "${RUN[c]}/hostile.txt" | sort) |
-	awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |
-	tee "$LOGS/hostile-table.txt"
+hostile_table "${RUN[rust]}" "${RUN[c]}" "$LOGS/hostile-table.txt"
 [ "$FAILS" = 0 ]

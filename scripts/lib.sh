@@ -87,5 +87,15 @@ kernel_build_src() {
 		kernel_src
 	fi
 }
+# hostile_table RUN_ASSERTED RUN_COMPARED OUT: the hostile suite's outcome
+# per class of two runs side by side (class, expected, first, second),
+# marking the classes where they differ; also written to OUT.
+hostile_table() {
+	join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "$1/hostile.txt" 2>/dev/null | sort) \
+		<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "$2/hostile.txt" 2>/dev/null | sort) |
+		awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |
+		tee "$3"
+}
+
 config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
 kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
