@@ -200,16 +200,11 @@ do_kunit() {
 	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
 }
 
-# relay_guest PREFIX RUN: count the guest's PASS/FAIL lines as checks.
-relay_guest() {
-	local prefix=$1 run=$2 line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) ok "$prefix: ${line#PASS: }" ;;
-		FAIL:*) bad "$prefix: ${line#FAIL: } (logs in $run)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
-}
+# relay_guest PREFIX RUN: count the guest's PASS/FAIL lines as checks
+# (lib.sh's relay_guest_log, with this script's counters).
+pass() { ok "$@"; }
+fail() { bad "$@"; }
+relay_guest() { relay_guest_log "$1: " "$2"; }
 
 # smoke FLAVOUR: NFSv3 and NFSv4.1 over RDMA in one VM.
 do_e2e_flavour() {

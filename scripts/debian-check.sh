@@ -116,22 +116,12 @@ vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
 		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
 	return $rc
 }
-# relay WHAT RUN: the guest's PASS:/FAIL: lines as checks named WHAT.
-relay() {
-	local line
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) pass "$1: ${line#PASS: }" ;;
-		FAIL:*) fail "$1: ${line#FAIL: } ($2)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$2/guest.log" 2>/dev/null)
-}
 for f in rust stock; do
 	tree=$([ $f = rust ] && echo ours || echo stock)
 	rc=0
 	vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
 	run=${RUN[debian-smoke-$f]}
-	relay "Debian $f e2e" "$run"
+	relay_guest_log "Debian $f e2e: " "$run"
 	[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
 	for v in v3 v41; do
 		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
@@ -141,7 +131,7 @@ for f in rust stock; do
 	vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
 	run=${RUN[debian-hostile-$f]}
 	if [ $f = rust ]; then
-		relay "Debian rust hostile" "$run"
+		relay_guest_log "Debian rust hostile: " "$run"
 		[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
 		n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
 		[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"

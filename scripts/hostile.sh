@@ -20,12 +20,7 @@ for f in rust c; do
 	rc=0
 	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS") || rc=$?
 	if [ "$f" = rust ]; then
-		while IFS= read -r line; do
-			case $line in
-			PASS:*) pass "${line#PASS: }" ;;
-			FAIL:*) fail "${line#FAIL: } (${RUN[$f]}/guest.log)" ;;
-			esac
-		done < <(grep -E '^(PASS|FAIL): ' "${RUN[$f]}/guest.log" 2>/dev/null)
+		relay_guest_log "" "${RUN[$f]}"
 		[ "$rc" = 0 ] || fail "hostile rust: VM status $rc (${RUN[$f]}/console.log)"
 		n=$(grep -c '^class=' "${RUN[$f]}/hostile.txt" 2>/dev/null || true)
 		[ "${n:-0}" -ge 20 ] || fail "hostile rust: only ${n:-0} classes ran (${RUN[$f]}/hostile.txt)"

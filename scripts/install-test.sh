@@ -66,14 +66,9 @@ else
 	fail "dkms install rpcrdma-rs/$ver ($LOGS/dkms.log, $LOGS/dkms-make.log; resolves to '$(resolves)')"
 fi
 vm() { # WANT
-	local run rc=0 line
+	local run rc=0
 	run=$(bash "$TOP/scripts/vm-run.sh" -t 300 -n "install-$1" -d "$MODS" install-check "$1") || rc=$?
-	while IFS= read -r line; do
-		case $line in
-		PASS:*) pass "dkms VM: ${line#PASS: }" ;;
-		FAIL:*) fail "dkms VM: ${line#FAIL: } ($run)" ;;
-		esac
-	done < <(grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null)
+	relay_guest_log "dkms VM: " "$run"
 	[ "$rc" = 0 ] || fail "dkms VM ($1): status $rc ($run)"
 }
 vm ours

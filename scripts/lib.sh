@@ -87,6 +87,19 @@ kernel_build_src() {
 		kernel_src
 	fi
 }
+# relay_guest_log PREFIX RUN: a VM run's PASS:/FAIL: lines as checks of the
+# calling script (its pass/fail functions), named with PREFIX; failures
+# name the run's directory.
+relay_guest_log() {
+	local line
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) pass "$1${line#PASS: }" ;;
+		FAIL:*) fail "$1${line#FAIL: } ($2)" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): ' "$2/guest.log" 2>/dev/null)
+}
+
 # hostile_table RUN_ASSERTED RUN_COMPARED OUT: the hostile suite's outcome
 # per class of two runs side by side (class, expected, first, second),
 # marking the classes where they differ; also written to OUT.
