@@ -191,7 +191,12 @@ fn ctxt_of(node: *mut sys::llist_node) -> *mut sys::svc_rdma_send_ctxt {
 /// so no completion can run and every released ctxt is on the free list;
 /// being the only consumer left, it needs no lock.
 pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
-    orphans_release(rdma);
+    // Normally released by `svc_rdma_free`'s drain (see `orphan_add`).
+    // Found here, they return their R/W contexts after those were
+    // destroyed, and those leak: say so once.
+    if orphans_release(rdma) > 0 {
+        kernel::do_once_lite! { kernel::warn_on!(true); }
+    }
     loop {
         // SAFETY: the free list of a live transport.
         let node = unsafe { sys::llist_del_first(addr_of_mut!((*rdma.as_ptr()).sc_send_ctxts)) };
@@ -370,29 +375,46 @@ pub(crate) unsafe fn orphan_add(ctxt: *mut sys::svc_rdma_send_ctxt) {
     unsafe { sys::rs_llist_add(addr_of_mut!((*ctxt).sc_node), &raw mut sys::rs_orphans) };
 }
 
-/// Releases the parked ctxts of `rdma` onto its free list. Called after
-/// `ib_drain_qp`, so none of their Writes is in flight any more.
-pub(crate) fn orphans_release(rdma: &Rdma) {
-    // SAFETY: the shim's static lock and list. Destroyers serialise on the
-    // lock; adders need none.
+/// Releases the parked ctxts of `rdma` onto its free list; returns how
+/// many. Called only once `svc_rdma_free` has drained the QP
+/// (`ib_drain_qp`), so none of their Writes is in flight any more.
+///
+/// The global list is only taken and sorted under the lock; the releases
+/// (DMA unmapping, page puts) run after it is dropped.
+pub(crate) fn orphans_release(rdma: &Rdma) -> usize {
+    let mut ours: *mut sys::llist_node = null_mut();
+    // SAFETY: the shim's static lock: releasers serialise on it, adders
+    // (`llist_add`) need none.
     unsafe { sys::spin_lock(&raw mut sys::rs_orphans_lock) };
-    // SAFETY: as above.
+    // SAFETY: the shim's static list, emptied under its lock.
     let mut node = unsafe { sys::rs_llist_del_all(&raw mut sys::rs_orphans) };
     while !node.is_null() {
-        // SAFETY: taken off the list under the lock: ours to walk.
+        // SAFETY: taken off the list under the lock, so ours to walk.
         let next = unsafe { (*node).next };
-        let ctxt = ctxt_of(node);
-        // SAFETY: `sc_rdma` of a parked ctxt; other transports' ctxts are
-        // only compared by address, not dereferenced.
-        if unsafe { (*ctxt).sc_rdma } == rdma.as_ptr() {
-            // SAFETY: our transport's QP is drained: nothing in flight.
-            unsafe { send_ctxt_release(rdma, ctxt) };
+        // SAFETY: every orphan node is a parked ctxt's `sc_node`; another
+        // transport's ctxt is only compared by its `sc_rdma`, never used.
+        if unsafe { (*ctxt_of(node)).sc_rdma } == rdma.as_ptr() {
+            // SAFETY: a node we took off the list: relink it privately.
+            unsafe { (*node).next = ours };
+            ours = node;
         } else {
-            // SAFETY: back onto the list for its own transport's destroy.
+            // SAFETY: another transport's orphan goes back for its own
+            // transport's release.
             unsafe { sys::rs_llist_add(node, &raw mut sys::rs_orphans) };
         }
         node = next;
     }
     // SAFETY: taken above.
     unsafe { sys::spin_unlock(&raw mut sys::rs_orphans_lock) };
+    let mut released = 0usize;
+    while !ours.is_null() {
+        // SAFETY: our private chain of this transport's parked ctxts.
+        let next = unsafe { (*ours).next };
+        // SAFETY: the transport's QP is drained (see above): nothing of
+        // this ctxt is in flight, and nobody else holds it.
+        unsafe { send_ctxt_release(rdma, ctxt_of(ours)) };
+        released = released.saturating_add(1);
+        ours = next;
+    }
+    released
 }

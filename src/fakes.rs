@@ -42,6 +42,7 @@ impl FakeRdma {
                 addr_of_mut!((*r).sc_xprt.xpt_flags),
             );
             (*r).sc_sq_avail.counter = sq_avail;
+            (*r).sc_sq_depth = 128;
             (*r).sc_max_send_sges = max_send_sges;
             (*r).sc_max_req_size = 4096;
         }

@@ -205,23 +205,14 @@ unsafe extern "C" fn xb_linearize(xdr: *const sys::xdr_buf, data: *mut c_void) -
     // SAFETY: `xdr` is a region of the reply; its kvecs and pages hold
     // its bytes, and reply pages are lowmem (page_address is valid).
     let r = unsafe {
-        let kvec = |k: &sys::kvec| -> &[u8] {
-            if k.iov_len == 0 {
-                &[]
-            } else {
-                core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len)
-            }
-        };
-        dest.append(kvec(&(*xdr).head[0]))
-            .map_err(|_| EMSGSIZE)
+        append_raw(dest, (*xdr).head[0].iov_base.cast(), (*xdr).head[0].iov_len)
             .and_then(|()| {
                 for_each_fragment(xdr, |page, off, len| {
                     let base = sys::rs_page_address(page).cast::<u8>().add(off as usize);
-                    dest.append(core::slice::from_raw_parts(base, len as usize))
-                        .map_err(|_| EMSGSIZE)
+                    append_raw(dest, base, len as usize)
                 })
             })
-            .and_then(|()| dest.append(kvec(&(*xdr).tail[0])).map_err(|_| EMSGSIZE))
+            .and_then(|()| append_raw(dest, (*xdr).tail[0].iov_base.cast(), (*xdr).tail[0].iov_len))
     };
     match r {
         Ok(()) => {
@@ -231,6 +222,28 @@ unsafe extern "C" fn xb_linearize(xdr: *const sys::xdr_buf, data: *mut c_void) -
         }
         Err(e) => e.to_errno(),
     }
+}
+
+/// Copies `len` bytes at `src` behind what `dest` holds; `EMSGSIZE` past
+/// its end.
+///
+/// The source is read through the raw pointer, never as a `&[u8]`: reply
+/// pages can be page-cache pages that a local writer changes while the
+/// reply is built. The copy then holds some mix of old and new bytes, as
+/// C's `memcpy` would; a shared slice would assert they cannot change.
+///
+/// # Safety
+///
+/// `src` is readable for `len` bytes (or `len` is 0).
+unsafe fn append_raw(dest: &mut Linearizer<'_>, src: *const u8, len: usize) -> Result<(), Error> {
+    if len == 0 {
+        return Ok(());
+    }
+    let to = dest.reserve(len).map_err(|_| EMSGSIZE)?;
+    // SAFETY: `src` is readable for `len` bytes (per the caller) and `to`
+    // is `len` bytes of our own buffer, which the source cannot overlap.
+    unsafe { core::ptr::copy_nonoverlapping(src, to.as_mut_ptr(), len) };
+    Ok(())
 }
 
 /// `pcl_process_nonpayloads` with a Rust actor and its data.

@@ -20,7 +20,7 @@ use crate::sys;
 use crate::xprt::Rdma;
 use core::ptr::addr_of_mut;
 use kernel::error::{
-    code::{E2BIG, EINVAL, EMSGSIZE, ENOMEM, ENOTCONN, EPROTONOSUPPORT},
+    code::{E2BIG, EINVAL, EIO, EMSGSIZE, ENOMEM, ENOTCONN, EPROTONOSUPPORT},
     Error,
 };
 
@@ -115,28 +115,44 @@ pub(crate) unsafe fn result_payload(
 /// the ctxt, so they stay until the Send completes, while
 /// `svc_rqst_release_pages` skips them (their slots are NULL).
 ///
+/// Fails closed, unlike C, which never checks: if the pages do not fit the
+/// ctxt (`sc_maxpages`, a request's worth, so only with corrupted state),
+/// nothing is moved and the caller closes the connection instead of
+/// sending while pages the Send or its Writes use could be freed. Done at
+/// most once per ctxt (a ctxt holding pages refuses more): a second move
+/// would take the NULL slots the first one left.
+///
 /// # Safety
 ///
 /// `rqstp` is the request being answered, the caller owns `ctxt`.
-unsafe fn save_io_pages(rqstp: *mut sys::svc_rqst, ctxt: *mut sys::svc_rdma_send_ctxt) {
+unsafe fn save_io_pages(
+    rqstp: *mut sys::svc_rqst,
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+) -> Result<(), Error> {
     // SAFETY: per the caller; `rq_next_page` points into `rq_respages`.
     unsafe {
+        if (*ctxt).sc_page_count != 0 {
+            return Err(EIO);
+        }
         let respages = (*rqstp).rq_respages;
-        let pages = usize::try_from((*rqstp).rq_next_page.offset_from(respages)).unwrap_or(0);
-        let start = usize::try_from((*ctxt).sc_page_count).unwrap_or(0);
-        // The ctxt has room for a request's worth of pages (sc_maxpages ==
-        // rq_maxpages); never write past it.
-        let room = (*ctxt).sc_maxpages.saturating_sub(start);
-        let n = pages.min(room);
-        let slots = (*ctxt).sc_pages.add(start);
-        for i in 0..n {
+        let pages =
+            usize::try_from((*rqstp).rq_next_page.offset_from(respages)).map_err(|_| EIO)?;
+        if pages > (*ctxt).sc_maxpages {
+            return Err(EIO);
+        }
+        let slots = (*ctxt).sc_pages;
+        for i in 0..pages {
             *slots.add(i) = *respages.add(i);
             *respages.add(i) = core::ptr::null_mut();
         }
-        // start + n <= sc_maxpages, a C int.
-        (*ctxt).sc_page_count = i32::try_from(start.saturating_add(n)).unwrap_or(i32::MAX);
-        crate::stats::add(&crate::stats::PAGES_HELD, n as i64);
+        // pages <= sc_maxpages, which is a C int's worth.
+        (*ctxt).sc_page_count = i32::try_from(pages).map_err(|_| EIO)?;
+        crate::stats::add(
+            &crate::stats::PAGES_HELD,
+            i64::try_from(pages).unwrap_or(i64::MAX),
+        );
     }
+    Ok(())
 }
 
 /// `svc_rdma_send_error_msg`: replaces whatever header was built with an
@@ -221,9 +237,12 @@ unsafe fn send_reply_msg(
     if ret < 0 {
         return Err((Error::from_errno(ret), sctxt));
     }
-    // SAFETY: as above.
+    // SAFETY: per the caller; we own the ctxt.
+    if let Err(e) = unsafe { save_io_pages(rqstp, p) } {
+        return Err((e, sctxt));
+    }
+    // SAFETY: the Call being answered and our ctxt.
     unsafe {
-        save_io_pages(rqstp, p);
         let inv_rkey = (*rctxt).rc_inv_rkey;
         if inv_rkey != 0 {
             (*p).sc_send_wr.opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
@@ -364,7 +383,27 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
             // SAFETY: as above.
             return unsafe { send_err(rdma, rqstp, rctxt, sctxt, Error::from_errno(ret)) };
         }
-        rc_size = ret as u32;
+        // Different from C on purpose: 7.3 does not check the chain's size
+        // here (the Write chunks and Reads are checked), so a Reply chunk of
+        // many small segments on a transport with a small SQ made a chain
+        // that `sq_wait` can never reserve: the nfsd thread slept until the
+        // connection closed, and every later sender on it behind it. Such a
+        // chunk is unusable for this reply, as a too-small one is: ERR_CHUNK.
+        // SAFETY: our ctxt.
+        let sqecount = unsafe { (*p).sc_sqecount };
+        if u32::try_from(sqecount).map_or(true, |n| n > rdma.sq_depth()) {
+            // SAFETY: as above.
+            return unsafe { send_err(rdma, rqstp, rctxt, sctxt, EINVAL) };
+        }
+        // SAFETY: the Call's Write list, unchanged while answering.
+        let writes = unsafe { pcl::write_chunks(addr_of_mut!((*rctxt).rc_write_pcl)) };
+        let Some(n) = u32::try_from(ret)
+            .ok()
+            .and_then(|len| encode::reply_chunk_bytes(len, writes))
+        else {
+            return put_ctxt(rdma, rqstp, sctxt, EMSGSIZE);
+        };
+        rc_size = n;
     }
     // SAFETY: as above.
     if let Err(e) = unsafe { encode_reply_header(rdma, p, rctxt, rc_size) } {
@@ -394,12 +433,13 @@ unsafe fn send_err(
     if e != E2BIG && e != EINVAL {
         return put_ctxt(rdma, rqstp, sctxt, e);
     }
-    // Pages of Writes already posted are released with the ctxt.
+    // The pages the prepared Writes map stay until the ctxt is released.
     // SAFETY: per the caller.
-    unsafe {
-        save_io_pages(rqstp, sctxt.as_ptr());
-        send_error_msg(rdma, sctxt, rctxt, e.to_errno());
+    if let Err(e) = unsafe { save_io_pages(rqstp, sctxt.as_ptr()) } {
+        return put_ctxt(rdma, rqstp, sctxt, e);
     }
+    // SAFETY: per the caller; the ctxt is consumed.
+    unsafe { send_error_msg(rdma, sctxt, rctxt, e.to_errno()) };
     0
 }
 

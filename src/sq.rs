@@ -33,15 +33,73 @@ pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
     }
 }
 
-/// Takes `n` SQ entries if that many are free. The value-returning
-/// subtraction is fully ordered; a failed attempt is undone at once (the
-/// short-lived under-count is harmless: contended callers queue on tickets).
-fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
-    if rdma.sq_avail().fetch_sub(n, Full).wrapping_sub(n) >= 0 {
-        return true;
+/// Takes `n` SQ entries if that many are free, else takes nothing.
+///
+/// Different from C on purpose (C's `svc_rdma_sq_wait` subtracts first and
+/// adds back on failure). C's failed attempt leaves `sc_sq_avail`
+/// understated until its undo, and the undo wakes nobody: a ticket holder
+/// that re-checks its wait condition inside that window (just woken by a
+/// Send completion) goes back to sleep although its entries are free, and
+/// with nothing more in flight it sleeps until the connection closes. Here
+/// a failed attempt never writes the counter, so `sc_sq_avail` is never
+/// below the entries really free, and every increase is a
+/// [`wake_send_waiters`]. `Documentation/upstream-reports.rst` has the
+/// reproduction (KUnit `rpcrdma_rs_sq`, `lost_wakeup_*`).
+pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
+    let avail = rdma.sq_avail();
+    let mut seen = avail.load(Relaxed);
+    loop {
+        let Some(left) = seen.checked_sub(n) else {
+            return false;
+        };
+        if left < 0 {
+            // Whatever a failed attempt did to the counter must be undone
+            // by now: the KUnit suite holds threads here (`test_hook`).
+            test_hook::failed_reservation(rdma, n);
+            return false;
+        }
+        // Fully ordered on success, as C's value-returning atomic is.
+        match avail.cmpxchg(seen, left, Full) {
+            Ok(_) => return true,
+            Err(now) => seen = now,
+        }
     }
-    rdma.sq_avail().add(n, Relaxed);
-    false
+}
+
+/// A delay point for the KUnit suite at the end of a failed reservation,
+/// where a competing thread must find the counter as it was.
+#[cfg(CONFIG_KUNIT = "y")]
+pub(crate) mod test_hook {
+    use crate::xprt::Rdma;
+    use kernel::sync::atomic::{Atomic, Relaxed};
+    use kernel::time::{delay::fsleep, Delta};
+
+    /// The transport (address) and reservation size a test holds up.
+    static ARMED: (Atomic<usize>, Atomic<i32>) = (Atomic::new(0), Atomic::new(0));
+
+    /// Holds the next failed reservations of `n` entries on `rdma` for
+    /// 300 ms each, until [`disarm`].
+    pub(crate) fn arm(rdma: &Rdma, n: i32) {
+        ARMED.1.store(n, Relaxed);
+        ARMED.0.store(rdma.as_ptr() as usize, Relaxed);
+    }
+
+    /// Stops holding reservations.
+    pub(crate) fn disarm() {
+        ARMED.0.store(0, Relaxed);
+    }
+
+    pub(super) fn failed_reservation(rdma: &Rdma, n: i32) {
+        if ARMED.0.load(Relaxed) == rdma.as_ptr() as usize && ARMED.1.load(Relaxed) == n {
+            fsleep(Delta::from_millis(300));
+        }
+    }
+}
+
+#[cfg(not(CONFIG_KUNIT = "y"))]
+mod test_hook {
+    #[inline(always)]
+    pub(super) fn failed_reservation(_rdma: &super::Rdma, _n: i32) {}
 }
 
 /// A place in the SQ wait line. Whoever holds ticket N must advance
@@ -234,6 +292,15 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
         sys::rs_ib_dma_sync_single_for_device(rdma.device(), sge0.addr, sge0.length as usize)
     };
 
+    // Last line of defence: a chain larger than the whole SQ would wait in
+    // `sq_wait` until the connection closes (`svc_rdma_sendto` answers an
+    // oversized Reply chunk with ERR_CHUNK before getting here). Closing
+    // now, with an error `svc_rdma_sendto` does not turn into ERR_CHUNK: the
+    // request's pages are already in the ctxt.
+    if u32::try_from(sqecount).map_or(true, |n| n > rdma.sq_depth()) {
+        rdma.deferred_close();
+        return Err((ENOTCONN, ctxt));
+    }
     if let Err(e) = sq_wait(rdma, &cid, sqecount) {
         return Err((e, ctxt));
     }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suite `rpcrdma_rs_sq`: Send Queue accounting single-threaded
-//! (the ticket protocol, with wrapping counters), and posting, including
-//! the partial-post case that C leaks.
+//! (the ticket protocol, with wrapping counters), the lost wake-up of C's
+//! reservation replayed with two threads against both algorithms, and
+//! posting, including the partial-post case that C leaks.
 
 use kernel::prelude::kunit_tests;
 
@@ -12,9 +13,13 @@ mod tests {
     use crate::sq;
     use crate::sys;
     use core::ptr::addr_of_mut;
-    use kernel::error::code::{EIO, ENOMEM, ENOTCONN};
+    use kernel::alloc::flags::GFP_KERNEL;
+    use kernel::error::code::{EINVAL, EIO, ENOMEM, ENOTCONN, ETIMEDOUT};
     use kernel::error::Result;
-    use kernel::sync::atomic::Relaxed;
+    use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
+    use kernel::sync::Arc;
+    use kernel::time::{delay::fsleep, Delta};
+    use kernel::workqueue;
 
     /// A completion ID for the tracepoints, which read it when enabled.
     const CID: sys::rpc_rdma_cid = sys::rpc_rdma_cid {
@@ -48,8 +53,8 @@ mod tests {
         f.set_closing();
         let before = starved();
         assert_eq!(sq::sq_wait(r, &CID, 4), Err(ENOTCONN));
-        // The failed reservation was undone, the ticket taken and served
-        // exactly once, and the starvation counted.
+        // The failed reservation took nothing, the ticket was taken and
+        // served exactly once, and the starvation counted.
         assert_eq!(r.sq_avail().load(Relaxed), 2);
         assert_eq!(r.sq_ticket_head().load(Relaxed), 1);
         assert_eq!(r.sq_ticket_tail().load(Relaxed), 1);
@@ -86,6 +91,195 @@ mod tests {
         assert_eq!(rc, ENOTCONN.to_errno());
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 3);
         assert!(f.rdma().is_closing());
+        Ok(())
+    }
+
+    /// What the waiting thread ("B") shares with the test.
+    struct Waiter {
+        rdma: *mut sys::svcxprt_rdma,
+        /// 0 while in `sq_wait`, then 1 (entries reserved) or 2 (error).
+        state: Atomic<i32>,
+        c_algorithm: bool,
+    }
+
+    // SAFETY: B uses the transport only through its atomics and wait
+    // queues, which are shared with other threads by design, and the test
+    // keeps the transport alive until B has reported `state`.
+    unsafe impl Send for Waiter {}
+    // SAFETY: `state` is atomic and `rdma` is only read; see `Send`.
+    unsafe impl Sync for Waiter {}
+
+    #[cfg(rpcrdma_link_c)]
+    // `svcxprt_rdma` contains a zero-sized field, which the lint flags in
+    // any extern declaration; the generated bindings allow it too.
+    #[allow(improper_ctypes)]
+    extern "C" {
+        // The C file's own functions, renamed by the differential build
+        // (Kbuild, RPCRDMA_RUST_LINK_C_SENDTO=y).
+        fn svc_rdma_sq_wait_c(
+            rdma: *mut sys::svcxprt_rdma,
+            cid: *const sys::rpc_rdma_cid,
+            sqecount: kernel::ffi::c_int,
+        ) -> kernel::ffi::c_int;
+        fn svc_rdma_wake_send_waiters_c(rdma: *mut sys::svcxprt_rdma, avail: kernel::ffi::c_int);
+    }
+
+    /// `sq_wait` of the algorithm under test.
+    fn wait_for(w: &Waiter, n: i32) -> bool {
+        if w.c_algorithm {
+            #[cfg(rpcrdma_link_c)]
+            // SAFETY: a live stand-in transport, process context.
+            return unsafe { svc_rdma_sq_wait_c(w.rdma, &CID, n) } == 0;
+        }
+        // SAFETY: the test keeps the transport alive until `state` is set.
+        sq::sq_wait(unsafe { crate::xprt::Rdma::from_raw(w.rdma) }, &CID, n).is_ok()
+    }
+
+    /// A Send completion returning `n` entries, as the algorithm does it.
+    fn complete(f: &FakeRdma, c_algorithm: bool, n: i32) {
+        if c_algorithm {
+            #[cfg(rpcrdma_link_c)]
+            // SAFETY: a live stand-in transport.
+            unsafe {
+                svc_rdma_wake_send_waiters_c(f.raw(), n)
+            };
+            return;
+        }
+        sq::wake_send_waiters(f.rdma(), n);
+    }
+
+    /// Polls `cond` every 10 ms for up to `ms` milliseconds.
+    fn wait_until(ms: i64, cond: impl Fn() -> bool) -> bool {
+        let mut waited = 0;
+        while !cond() {
+            if waited >= ms {
+                return false;
+            }
+            fsleep(Delta::from_millis(10));
+            waited += 10;
+        }
+        true
+    }
+
+    /// Replays the lost wake-up (`design.rst`, "SQ reservation"): B holds
+    /// the SQ ticket and needs 4 entries, 3 are free; A's reservation of 6
+    /// fails; a Send completion returns 2 and wakes B while A's attempt is
+    /// still under way. C's failed reservation is a subtraction and a later
+    /// undo, and B re-checks between them (C's function cannot be paused,
+    /// so A's two statements are executed one at a time on the same
+    /// counter). Ours runs A in a thread held at the end of its failed
+    /// attempt (`sq::test_hook`). Returns whether B was left asleep with
+    /// its entries free.
+    fn lost_wakeup_scenario(c_algorithm: bool) -> Result<bool> {
+        let f = FakeRdma::new(3, 4).ok_or(ENOMEM)?;
+        let r = f.rdma();
+        let w = Arc::new(
+            Waiter {
+                rdma: f.raw(),
+                state: Atomic::new(0),
+                c_algorithm,
+            },
+            GFP_KERNEL,
+        )?;
+        let b = w.clone();
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            let ok = wait_for(&b, 4);
+            b.state.store(if ok { 1 } else { 2 }, Release);
+        })?;
+        // B is asleep on sc_send_wait, holding ticket 0.
+        let asleep = wait_until(3000, || {
+            // SAFETY: the wait queue of our stand-in transport.
+            unsafe { sys::rs_waitqueue_active(r.send_wait()) }
+        });
+        let mut result = Err(ETIMEDOUT);
+        if asleep {
+            let a = Arc::new(
+                Waiter {
+                    rdma: f.raw(),
+                    state: Atomic::new(0),
+                    c_algorithm,
+                },
+                GFP_KERNEL,
+            )?;
+            if c_algorithm {
+                // A, first half: C's atomic_sub_return(6) < 0.
+                r.sq_avail().fetch_sub(6, Full);
+            } else {
+                // A, in another thread, held up at the end of its failed
+                // reservation of 6 for 300 ms.
+                sq::test_hook::arm(r, 6);
+                let a2 = a.clone();
+                workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+                    // SAFETY: the test keeps the transport alive until A
+                    // has reported `state`.
+                    let got = sq::sq_reserve(unsafe { crate::xprt::Rdma::from_raw(a2.rdma) }, 6);
+                    a2.state.store(if got { 1 } else { 2 }, Release);
+                })?;
+                fsleep(Delta::from_millis(50));
+            }
+            complete(&f, c_algorithm, 2);
+            // B runs and re-checks its condition.
+            fsleep(Delta::from_millis(200));
+            if c_algorithm {
+                // A, second half: C's atomic_add(6), which wakes nobody.
+                r.sq_avail().add(6, Relaxed);
+                a.state.store(2, Relaxed);
+            }
+            fsleep(Delta::from_millis(300));
+            sq::test_hook::disarm();
+            // A failed, and B still waits although its 4 entries are free.
+            let a_done = wait_until(3000, || a.state.load(Acquire) != 0);
+            let stalled = w.state.load(Acquire) == 0 && r.sq_avail().load(Relaxed) >= 4;
+            result = if a_done && a.state.load(Acquire) == 2 {
+                Ok(stalled)
+            } else {
+                Err(EINVAL)
+            };
+        }
+        // Release B if it still waits: the connection closes.
+        r.deferred_close();
+        if !wait_until(3000, || w.state.load(Acquire) != 0) {
+            // B still uses the transport: leak it rather than free it.
+            core::mem::forget(f);
+            return Err(ETIMEDOUT);
+        }
+        result
+    }
+
+    /// Ours: B gets its entries as soon as the completion returns them.
+    #[test]
+    fn lost_wakeup_not_in_rust_reservation() -> Result {
+        assert!(!lost_wakeup_scenario(false)?);
+        Ok(())
+    }
+
+    /// C's: B sleeps on although 5 entries are free (the stall reported
+    /// upstream). Only in the differential build, which links the C file.
+    #[cfg(rpcrdma_link_c)]
+    #[test]
+    fn lost_wakeup_in_c_reservation() -> Result {
+        assert!(lost_wakeup_scenario(true)?);
+        Ok(())
+    }
+
+    /// Reservations take exactly what they ask for or nothing.
+    #[test]
+    fn reserve_takes_all_or_nothing() -> Result {
+        let f = FakeRdma::new(5, 4).ok_or(ENOMEM)?;
+        let r = f.rdma();
+        assert!(!sq::sq_reserve(r, 6));
+        assert_eq!(r.sq_avail().load(Relaxed), 5);
+        assert!(sq::sq_reserve(r, 5));
+        assert_eq!(r.sq_avail().load(Relaxed), 0);
+        assert!(!sq::sq_reserve(r, 1));
+        assert_eq!(r.sq_avail().load(Relaxed), 0);
+        // A counter another path left negative is not driven further down.
+        r.sq_avail().store(-2, Relaxed);
+        assert!(!sq::sq_reserve(r, 1));
+        assert_eq!(r.sq_avail().load(Relaxed), -2);
+        r.sq_avail().store(i32::MIN, Relaxed);
+        assert!(!sq::sq_reserve(r, i32::MAX));
+        assert_eq!(r.sq_avail().load(Relaxed), i32::MIN);
         Ok(())
     }
 
@@ -194,10 +388,24 @@ mod tests {
         unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
         // SAFETY: as above.
         unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        // svc_rdma_free's drain (no reference left, QP drained) releases
-        // it onto the free list, before the R/W contexts are destroyed.
+        // No reference left but not deleted (XPT_DEAD unset): not
+        // svc_rdma_free, nothing released.
         // SAFETY: our stand-in; the last reference dropped.
         unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 0 };
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: the free list of our stand-in, which only this thread uses.
+        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
+        // svc_rdma_free's drain (deleted, no reference left, QP drained)
+        // releases it onto the free list, before the R/W contexts are
+        // destroyed.
+        // SAFETY: the flags word of our stand-in.
+        unsafe {
+            sys::set_bit(
+                sys::XPT_DEAD as kernel::ffi::c_ulong,
+                addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
+            )
+        };
         // SAFETY: as above.
         unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
         // SAFETY: as above.

@@ -120,9 +120,10 @@ bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma)
 }
 
 /* True only inside ->xpo_free (svc_rdma_free): the last reference is gone. */
-bool rs_xprt_unreferenced(const struct svcxprt_rdma *rdma)
+bool rs_xprt_being_freed(const struct svcxprt_rdma *rdma)
 {
-	return kref_read(&rdma->sc_xprt.xpt_ref) == 0;
+	return kref_read(&rdma->sc_xprt.xpt_ref) == 0 &&
+	       test_bit(XPT_DEAD, &rdma->sc_xprt.xpt_flags);
 }
 
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
@@ -244,10 +245,9 @@ int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 {
 	u64 a = ib_dma_map_page(dev, page, offset, len, DMA_TO_DEVICE);
 
-	if (ib_dma_mapping_error(dev, a))
-		return -EIO;
+	/* Also on failure: the error cookie is what the tracepoint reports. */
 	*addr = a;
-	return 0;
+	return ib_dma_mapping_error(dev, a) ? -EIO : 0;
 }
 
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)

@@ -147,6 +147,33 @@ pub(crate) fn encode_write_list_traced<'a>(
     len.checked_add(4).ok_or(Error::MsgSize)
 }
 
+/// The number of reply bytes that went into the Reply chunk: the reply's
+/// `reply_len` bytes minus the result payloads that went into Write chunks,
+/// each with its XDR padding (the regions `pcl_process_nonpayloads` hands
+/// to the Reply chunk's writer; the chunks up to the first unused one).
+///
+/// Different from C on purpose: 7.3 encodes the Reply chunk as if it held
+/// the whole reply (`svc_rdma_prepare_reply_chunk` returns `xdr->len`), so
+/// a Call with both a Write list and a Reply chunk (legal, RFC 8166
+/// section 3.4.6; the Linux client never sends one) gets segment lengths
+/// that overstate what was written, or, when the whole reply exceeds the
+/// chunk, a dropped connection. `None` when the payloads exceed the reply,
+/// which the Receive path's checks rule out.
+pub(crate) fn reply_chunk_bytes<'a>(
+    reply_len: u32,
+    write_chunks: impl IntoIterator<Item = WriteChunk<'a>>,
+) -> Option<u32> {
+    let mut left = reply_len;
+    for chunk in write_chunks {
+        if chunk.payload_length == 0 {
+            break;
+        }
+        let padded = chunk.payload_length.checked_add(3)? & !3;
+        left = left.checked_sub(padded)?;
+    }
+    Some(left)
+}
+
 /// `svc_rdma_encode_reply_chunk`: "absent" without a Reply chunk; else the
 /// chunk with its segment lengths covering `length` bytes of reply.
 ///

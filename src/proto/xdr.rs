@@ -40,7 +40,9 @@ impl<'a> XdrWriter<'a> {
         Ok(out)
     }
 
-    /// Appends raw bytes (the pull-up copy).
+    /// Appends bytes. (The pull-up copies from raw sources through
+    /// [`Self::reserve`]; this is for the vectors.)
+    #[cfg(any(test, CONFIG_KUNIT = "y"))]
     pub(crate) fn append(&mut self, src: &[u8]) -> Result<(), Error> {
         self.reserve(src.len())?.copy_from_slice(src);
         Ok(())

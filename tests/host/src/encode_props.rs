@@ -202,3 +202,36 @@ mod pullup_props {
         }
     }
 }
+
+/// The Reply chunk carries the reply minus the result payloads (with their
+/// XDR padding) that went into Write chunks, up to the first unused chunk.
+#[test]
+fn reply_chunk_bytes_excludes_write_payloads() {
+    let seg = [Segment { handle: 1, length: 8192, offset: 0 }];
+    let wc = |payload_length| WriteChunk { payload_length, segments: &seg };
+    // No Write list: the whole reply.
+    assert_eq!(reply_chunk_bytes(1000, []), Some(1000));
+    // A READ of 4097 bytes: 4100 bytes of padded payload are not in it.
+    assert_eq!(reply_chunk_bytes(4300, [wc(4097)]), Some(200));
+    assert_eq!(reply_chunk_bytes(4300, [wc(4096)]), Some(204));
+    // Chunks after the first unused one are not looked at.
+    assert_eq!(reply_chunk_bytes(4300, [wc(4096), wc(0), wc(100)]), Some(204));
+    assert_eq!(reply_chunk_bytes(4400, [wc(4096), wc(100)]), Some(204));
+    // Payloads larger than the reply: inconsistent, refused.
+    assert_eq!(reply_chunk_bytes(100, [wc(4096)]), None);
+    assert_eq!(reply_chunk_bytes(u32::MAX, [wc(u32::MAX)]), None);
+}
+
+proptest! {
+    /// Never more than the reply; equal to it without used Write chunks.
+    #[test]
+    fn reply_chunk_bytes_bounded(len in any::<u32>(), payloads in prop::collection::vec(0u32..1 << 20, 0..4)) {
+        let seg = [Segment { handle: 1, length: 1, offset: 0 }];
+        let chunks: Vec<_> = payloads.iter().map(|&p| WriteChunk { payload_length: p, segments: &seg }).collect();
+        let used: u64 = payloads.iter().take_while(|&&p| p != 0).map(|&p| (u64::from(p) + 3) & !3).sum();
+        match reply_chunk_bytes(len, chunks) {
+            Some(n) => prop_assert_eq!(u64::from(n), u64::from(len) - used),
+            None => prop_assert!(used > u64::from(len)),
+        }
+    }
+}

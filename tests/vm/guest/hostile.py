@@ -10,11 +10,20 @@ does with each, per RFC 8166 and the 7.3 server's rules (see
   err_chunk   RDMA_ERROR / ERR_CHUNK
   drop        nothing within the timeout; the connection still answers a NULL
   disconnect  the server closes the connection (flushed completions)
+  stall       an nfsd thread sleeps in the Send path's SQ wait while the
+              connection is open (seen 1 s after the exchange)
+  lengths_ok  (Write list + Reply chunk) an RDMA_NOMSG reply whose Reply
+              chunk segment lengths add up to the bytes the server wrote
+              into the chunk, and whose Write chunk holds the READ payload
+              (RFC 8166 sections 3.4.6, 4.3)
 
 After every case a fresh connection must still get NULL answered: the server
 keeps serving.
 
   hostile.py SERVER PORT REPETITIONS [CLASS...]
+
+Classes in SMALL_SQ run only when named: they need a server whose Send
+Queue was made small (sunrpc.svc_rdma.max_requests = 4, hostile.sh).
 
 Prints "class=<name> expected=<o> got=<o> x<n>" per class and a summary;
 exit status 1 if any class did not behave as expected.
@@ -193,13 +202,42 @@ def nfs4_status(data):
         return None
 
 
-def exchange(conn, xid, msg, timeout=6.0):
+def sq_waiters():
+    """nfsd threads asleep in the Send path's SQ wait (C's
+    svc_rdma_sq_wait, our shim's rs_wait_sq_*), by /proc wchan."""
+    import os
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "nfsd":
+                    continue
+            with open(f"/proc/{pid}/wchan") as f:
+                wchan = f.read().strip()
+        except OSError:
+            continue
+        if "sq_wait" in wchan or "wait_sq" in wchan:
+            found.append(wchan)
+    return found
+
+
+def exchange(conn, xid, msg, timeout=6.0, verify=None):
     conn.send(msg)
     try:
         got = conn.recv(timeout)
     except Disconnected:
         return "disconnect"
     outcome = classify(got, xid)
+    if verify is not None and outcome == "reply":
+        outcome = verify(conn, got)
+    if verify is not None:
+        # An nfsd thread left waiting for SQ entries that cannot come.
+        time.sleep(1.0)
+        stuck = sq_waiters()
+        if stuck:
+            return f"stall({len(stuck)}:{stuck[0]})"
     if outcome == "drop":
         # Dropped, or closed without a completion yet: probe with a NULL.
         probe = xid ^ 0x5A5A0000
@@ -212,7 +250,41 @@ def exchange(conn, xid, msg, timeout=6.0):
     return outcome
 
 
-# Each class: name -> (expected outcome, builder(conn, xid) -> message).
+def reply_lengths(conn, data):
+    """RFC 8166 lengths of a reply to a Call with a Write chunk and a Reply
+    chunk (conn.reply_mr was filled with 0xEE before the Call)."""
+    try:
+        off = 16
+        assert struct.unpack_from(">I", data, 12)[0] == RDMA_NOMSG, "not RDMA_NOMSG"
+        assert struct.unpack_from(">I", data, off)[0] == 0, "Read list in a reply"
+        off += 4
+        assert struct.unpack_from(">I", data, off)[0] == 1, "no Write chunk"
+        n = struct.unpack_from(">I", data, off + 4)[0]
+        wlen = sum(struct.unpack_from(">I", data, off + 8 + 16 * i + 4)[0] for i in range(n))
+        off += 8 + 16 * n
+        assert struct.unpack_from(">I", data, off)[0] == 0, "more than one Write chunk"
+        off += 4
+        assert struct.unpack_from(">I", data, off)[0] == 1, "no Reply chunk"
+        n = struct.unpack_from(">I", data, off + 4)[0]
+        rlen = sum(struct.unpack_from(">I", data, off + 8 + 16 * i + 4)[0] for i in range(n))
+    except (AssertionError, struct.error) as err:
+        return f"bad_header({err})"
+    region = conn.reply_mr.read(conn.reply_size, 0)
+    written = len(region.rstrip(b"\xee"))
+    written += -written % 4
+    if wlen != conn.read_size:
+        return f"write_chunk_length_{wlen}_not_{conn.read_size}"
+    if rlen != written:
+        return f"reply_chunk_length_{rlen}_but_{written}_written"
+    return "lengths_ok"
+
+
+# Classes that need the small Send Queue (see the module docstring).
+SMALL_SQ = {"reply_chunk_exceeds_sq"}
+
+
+# Each class: name -> (expected outcome, builder(conn, xid) -> message
+# [, verify(conn, reply) -> outcome]).
 def cases():
     big = 1 << 24
 
@@ -234,6 +306,26 @@ def cases():
     def rchunk(c, length, rkey=None):
         mr = c.region(max(length, 4096))
         return u32(1, 1) + segment(rkey if rkey is not None else mr.rkey, length, mr.buf)
+
+    def rchunk_sentinel(c, length):
+        # A Reply chunk whose memory shows what the server wrote.
+        mr = c.region(length)
+        mr.write(b"\xee" * length, length)
+        c.reply_mr, c.reply_size = mr, length
+        return u32(1, 1) + segment(mr.rkey, length, mr.buf)
+
+    def read_with_reply_chunk(c, x):
+        c.read_size = 65536
+        return read_data(c, x, writes=wchunk(c, 65536), reply=rchunk_sentinel(c, 4096))
+
+    def rchunk_tiny_segments(c, nseg, seglen):
+        # One region, cut into nseg consecutive segments of seglen bytes.
+        mr = c.region(nseg * seglen)
+        return u32(1, nseg) + b"".join(segment(mr.rkey, seglen, mr.buf + i * seglen)
+                                       for i in range(nseg))
+
+    def readdir_small(c, x, **kw):
+        return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), op_readdir(800)])
 
     return {
         "null_baseline": ("reply", lambda c, x: null(c, x)),
@@ -270,6 +362,17 @@ def cases():
         "empty_send": ("drop", lambda c, x: b""),
         "garbage_rpc": ("reply", lambda c, x: header(x) + u32(x, 0, 2) + b"\xff" * 64),
         "wrong_program": ("reply", lambda c, x: header(x) + rpc_call(x, prog=100099)),
+        # A Write list and a Reply chunk in one Call (RFC 8166 allows it):
+        # the READ payload goes to the Write chunk, the rest of the reply to
+        # the Reply chunk, whose lengths must count only that rest.
+        "write_list_and_reply_chunk": ("lengths_ok", read_with_reply_chunk, reply_lengths),
+        # A Reply chunk of 60 segments of 16 bytes (fewer than the server's
+        # rc_maxpages, 67 with nfsd's 256 KiB payload in our 2 GiB VMs) for
+        # a ~870-byte READDIR reply: ~55 RDMA Writes, more than the small
+        # SQ holds (SMALL_SQ; 38 entries on soft-RoCE: 14 for Receives, 24
+        # for R/W contexts).
+        "reply_chunk_exceeds_sq": ("err_chunk", lambda c, x: readdir_small(
+            c, x, reply=rchunk_tiny_segments(c, 60, 16)), lambda c, d: "reply"),
     }
 
 
@@ -319,15 +422,17 @@ def main():
     table = cases()
     bad = 0
     total = 0
-    for name, (expected, build) in table.items():
-        if wanted and name not in wanted:
+    classes = 0
+    for name, (expected, build, *verify) in table.items():
+        if (wanted and name not in wanted) or (not wanted and name in SMALL_SQ):
             continue
+        classes += 1
         outcomes = {}
         for r in range(reps):
             conn = Conn(server, port)
             xid = 0x40000000 + (zlib.crc32(name.encode()) & 0xFFFF) * 256 + r
             try:
-                got = exchange(conn, xid, build(conn, xid))
+                got = exchange(conn, xid, build(conn, xid), verify=verify[0] if verify else None)
             finally:
                 conn.close()
             outcomes[got] = outcomes.get(got, 0) + 1
@@ -338,19 +443,21 @@ def main():
         print(f"class={name} expected={expected} got={','.join(f'{k}x{v}' for k, v in outcomes.items())}"
               f" server_alive={'yes' if live else 'NO'} {'ok' if ok and live else 'FAIL'}", flush=True)
     if not wanted or "credit_overrun" in wanted:
+        classes += 1
         n = credit_overrun(server, port)
         live = alive(server, port)
         bad += not live
         print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={'yes' if live else 'NO'}"
               f" {'ok' if live else 'FAIL'}", flush=True)
     if not wanted or "disconnect_in_flight" in wanted:
+        classes += 1
         for _ in range(reps):
             disconnect_in_flight(server, port)
         live = alive(server, port)
         bad += not live
         print(f"class=disconnect_in_flight expected=survives got=x{reps} server_alive={'yes' if live else 'NO'}"
               f" {'ok' if live else 'FAIL'}", flush=True)
-    print(f"hostile: {len(table) + 2} classes, {total} adversarial Calls, {bad} failures")
+    print(f"hostile: {classes} classes, {total} adversarial Calls, {bad} failures")
     return 1 if bad else 0
 
 

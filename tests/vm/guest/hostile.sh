@@ -27,7 +27,14 @@ sleep 2
 
 set +e
 python3 /work/tests/vm/guest/hostile.py $SERVER_IP $RDMA_PORT "$reps" 2>&1 | tee /results/hostile.txt
-rc=$?
+# A server with a small Send Queue (new connections only; the
+# well-behaved client keeps its own), for the classes that need one.
+maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
+old_maxreq=$(cat $maxreq)
+echo 4 >$maxreq
+python3 /work/tests/vm/guest/hostile.py $SERVER_IP $RDMA_PORT "$reps" reply_chunk_exceeds_sq 2>&1 |
+	tee -a /results/hostile.txt
+echo "$old_maxreq" >$maxreq
 set -e
 grep -E '^class=' /results/hostile.txt | sed 's/^/RESULT /' >/dev/null
 n_ok=$(grep -c ' ok$' /results/hostile.txt || true)

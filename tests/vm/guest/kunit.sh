@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# kunit.sh FLAVOUR: load our rpcrdma.ko, whose KUnit suites run at load,
-# and hand every suite's KTAP (debugfs) to the host as
-# /results/kunit/<suite>.ktap. The host parses them into pass/fail.
+# kunit.sh FLAVOUR [BUILD]: load our rpcrdma.ko (of build dir BUILD, e.g.
+# rust-with-c, the differential build that also links the C file), whose
+# KUnit suites run at load, and hand every suite's KTAP (debugfs) to the
+# host as /results/kunit/<suite>.ktap. The host parses them into pass/fail.
 . /work/tests/vm/guest/lib.sh
 
 flavour=${1:-rust}
+rs_module_dir=${2:-$flavour}
 load_rpcrdma "$flavour"
 mkdir -p /results/kunit
 n=0

@@ -38,7 +38,8 @@ load_rpcrdma() {
 		load_installed_rpcrdma "$flavour"
 		return
 	fi
-	ko=$MODULES/$flavour/rpcrdma.ko
+	# rs_module_dir: another build of the flavour (the differential one).
+	ko=$MODULES/${rs_module_dir:-$flavour}/rpcrdma.ko
 	[ -f "$ko" ] || { fail "no $ko"; return 1; }
 	insmod "$ko"
 	want=$(modinfo -F srcversion "$ko")
