@@ -2,25 +2,30 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # conformance.sh [FLAVOUR...]: the end-to-end conformance suite (default:
-# c and rust). For each flavour, a server VM with that rpcrdma.ko and a
-# client VM with the kernel's own NFS client, joined by a QEMU socket
-# network (scripts/vm-pair.sh), run the phases of conf-client.sh. Then, on
-# the host:
+# c and rust), over soft-RoCE and then soft-iWARP (CONF_FABRICS). For each
+# fabric and flavour, a server VM with that rpcrdma.ko and a client VM with
+# the kernel's own NFS client, joined by a QEMU socket network
+# (scripts/vm-pair.sh), run the phases of conf-client.sh. Then, on the host:
 #   - each phase's Send-path branch ran (its tracepoint count is > 0), and
 #     no Send error or trace overrun occurred;
 #   - every read gave the bytes the server's fixtures say it must;
-#   - every server reply in the capture passes wirecheck.py (tshark);
+#   - every server reply in the capture passes wirecheck.py (tshark;
+#     soft-RoCE only);
 #   - the flavours agree: identical client results, and for each Call
 #     shape seen by both, the same reply header shapes.
 # Prints PASS:/FAIL: lines naming phase, flavour and evidence, a table of
-# branch counts per phase and flavour, and exits non-zero on any failure.
+# branch counts per phase, fabric and flavour, and exits non-zero on any failure.
 # CONF_REUSE=1 checks the latest runs again instead of booting VMs.
 
 . "$(dirname "$0")/lib.sh"
 
 FLAVOURS=("$@")
 [ ${#FLAVOURS[@]} -gt 0 ] || FLAVOURS=(c rust)
+# Fabrics: soft-RoCE with the wire check, then soft-iWARP (CONF_FABRICS="rxe").
+read -r -a FABRICS <<<"${CONF_FABRICS:-rxe siw}"
 FIO_SECONDS=${CONF_FIO_SECONDS:-20}
+# The second fabric's mixed-load phase is shorter: its branches are the same.
+FIO_SECONDS_OTHER=${CONF_FIO_SECONDS_OTHER:-8}
 FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
@@ -47,53 +52,55 @@ check_flavour() {
 	local f=$1 s=${SRV[$1]} c=${CLI[$1]} line
 	while IFS= read -r line; do
 		case $line in
-		PASS:*) pass "conformance $f: ${line#PASS: }" ;;
-		FAIL:*) fail "conformance $f: ${line#FAIL: } (logs: $s/guest.log $c/guest.log)" ;;
+		PASS:*) pass "conformance $f $FABRIC: ${line#PASS: }" ;;
+		FAIL:*) fail "conformance $f $FABRIC: ${line#FAIL: } (logs: $s/guest.log $c/guest.log)" ;;
 		esac
 	done < <(cat "$s/guest.log" "$c/guest.log" 2>/dev/null | grep -E '^(PASS|FAIL): ')
 
 	local phases
 	phases=$(cut -d, -f1 "$s/phases.csv" 2>/dev/null)
-	[ -n "$phases" ] || { fail "conformance $f: no phase was run ($s/phases.csv)"; return; }
+	[ -n "$phases" ] || { fail "conformance $f $FABRIC: no phase was run ($s/phases.csv)"; return; }
 	local b prefix ev what p n
 	for b in "${BRANCHES[@]}"; do
 		read -r prefix ev what <<<"$b"
 		for p in $(grep "^$prefix" <<<"$phases"); do
 			n=$(value "$s" "$p.$ev")
 			if [ "${n:-0}" -gt 0 ]; then
-				pass "conformance $f $p: $what ($n $ev)"
+				pass "conformance $f $FABRIC $p: $what ($n $ev)"
 			else
-				fail "conformance $f $p: $what: $ev = ${n:-missing} ($s/summary)"
+				fail "conformance $f $FABRIC $p: $what: $ev = ${n:-missing} ($s/summary)"
 			fi
 		done
 	done
 	for p in $phases; do
 		n=$(value "$s" "$p.svcrdma_post_send")
-		[ "${n:-0}" -gt 0 ] || fail "conformance $f $p: no reply was posted (svcrdma_post_send = ${n:-missing})"
+		[ "${n:-0}" -gt 0 ] || fail "conformance $f $FABRIC $p: no reply was posted (svcrdma_post_send = ${n:-missing})"
 		for ev in $ZERO_EVENTS; do
 			n=$(value "$s" "$p.$ev")
-			[ "${n:-0}" = 0 ] || fail "conformance $f $p: $ev = $n, expected 0 ($s/summary)"
+			[ "${n:-0}" = 0 ] || fail "conformance $f $FABRIC $p: $ev = $n, expected 0 ($s/summary)"
 		done
 	done
 
 	# Data: every client result against the server's generated truth.
 	local out
 	if out=$(python3 "$TOP/tests/vm/guest/conformance.py" check "$s/expected.txt" "$c/results.txt" 2>&1); then
-		pass "conformance $f: data verified, $(tail -n 1 <<<"$out")"
+		pass "conformance $f $FABRIC: data verified, $(tail -n 1 <<<"$out")"
 	else
-		fail "conformance $f: data: $(grep -m3 mismatch <<<"$out" | tr '\n' ' ')$(tail -n 1 <<<"$out") ($c/results.txt, $s/expected.txt)"
+		fail "conformance $f $FABRIC: data: $(grep -m3 mismatch <<<"$out" | tr '\n' ' ')$(tail -n 1 <<<"$out") ($c/results.txt, $s/expected.txt)"
 	fi
 
-	# Wire: the capture, decoded by tshark and checked by wirecheck.py.
+	# Wire: the capture, decoded by tshark and checked by wirecheck.py
+	# (soft-RoCE only, see conf-server.sh).
+	[ "$FABRIC" = rxe ] || return 0
 	local replies viol malformed cmal errs
 	replies=$(value "$s" wire_server_replies) viol=$(value "$s" wire_violations)
 	malformed=$(value "$s" wire_malformed) cmal=$(value "$s" wire_client_malformed)
 	errs=$(value "$s" wire_server_replies_error)
 	if [ "${replies:-0}" -gt 0 ] && [ "$viol" = 0 ] && [ "$malformed" = 0 ] && [ "$cmal" = 0 ] && [ "$errs" = 0 ]; then
-		pass "conformance $f wire: $replies replies decoded by tshark's rpcordma dissector, each echoes its Call's chunks;" \
+		pass "conformance $f $FABRIC wire: $replies replies decoded by tshark's rpcordma dissector, each echoes its Call's chunks;" \
 			"$(value "$s" wire_server_replies_nomsg) RDMA_NOMSG, $(value "$s" wire_server_replies_write_chunk_used) with a Write chunk used, 0 malformed"
 	else
-		fail "conformance $f wire: replies=${replies:-none} violations=${viol:-?} malformed=${malformed:-?}" \
+		fail "conformance $f $FABRIC wire: replies=${replies:-none} violations=${viol:-?} malformed=${malformed:-?}" \
 			"client_malformed=${cmal:-?} rdma_error=${errs:-?} ($s/wire-errors.txt, capture $s/roce.pcapng)"
 		head -n 5 "$s/wire-errors.txt" 2>/dev/null | sed 's/^/    /'
 	fi
@@ -105,12 +112,13 @@ compare_flavours() {
 	local a=$1 b=$2
 	if cmp -s <(sort "${CLI[$a]}/results.txt") <(sort "${CLI[$b]}/results.txt") &&
 		[ -s "${CLI[$a]}/results.txt" ]; then
-		pass "conformance $a vs $b: identical client results ($(wc -l <"${CLI[$a]}/results.txt") file contents, listings, links, xattrs, ACLs)"
+		pass "conformance $a vs $b $FABRIC: identical client results ($(wc -l <"${CLI[$a]}/results.txt") file contents, listings, links, xattrs, ACLs)"
 	else
-		fail "conformance $a vs $b: client results differ:" \
+		fail "conformance $a vs $b $FABRIC: client results differ:" \
 			"$(diff <(sort "${CLI[$a]}/results.txt") <(sort "${CLI[$b]}/results.txt") | grep -c '^[<>]') lines" \
 			"(${CLI[$a]}/results.txt ${CLI[$b]}/results.txt)"
 	fi
+	[ "$FABRIC" = rxe ] || return 0
 	local out
 	if out=$(python3 - "${SRV[$a]}/wire-shapes.csv" "${SRV[$b]}/wire-shapes.csv" "$a" "$b" <<'EOF'
 import collections, csv, sys
@@ -168,45 +176,61 @@ compare_events() {
 	all=$(sed -n 's/^[^=]*\.events_fired=//p' "${SRV[$a]}/summary" "${SRV[$b]}/summary" 2>/dev/null |
 		sendpath_only | tr ',' '\n' | sort -u | grep -c . || true)
 	if [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then
-		pass "conformance $a vs $b: tracepoint parity, the same Send-path events fire in all $n deterministic phases ($all distinct events)"
+		pass "conformance $a vs $b $FABRIC: tracepoint parity, the same Send-path events fire in all $n deterministic phases ($all distinct events)"
 	else
-		fail "conformance $a vs $b: tracepoints differ in $bad of $n phases (${SRV[$a]}/summary ${SRV[$b]}/summary)"
+		fail "conformance $a vs $b $FABRIC: tracepoints differ in $bad of $n phases (${SRV[$a]}/summary ${SRV[$b]}/summary)"
 	fi
 }
 
 table() {
 	local p f cols="post_send send_pullup dma_map_page post_write_chunk post_reply_chunk"
-	printf '%-14s %-6s' phase flavour
+	printf '%-14s %-6s %-6s' phase fabric flavour
 	for c in $cols seconds; do printf ' %16s' "$c"; done
 	echo
 	for p in $(cut -d, -f1 "${SRV[${FLAVOURS[0]}]}/phases.csv" 2>/dev/null); do
 		for f in "${FLAVOURS[@]}"; do
-			printf '%-14s %-6s' "$p" "$f"
+			printf '%-14s %-6s %-6s' "$p" "$FABRIC" "$f"
 			for c in $cols; do printf ' %16s' "$(value "${SRV[$f]}" "$p.svcrdma_$c")"; done
 			printf ' %16s\n' "$(value "${SRV[$f]}" "$p.seconds")"
 		done
 	done
 }
 
-for f in "${FLAVOURS[@]}"; do
-	t0=$SECONDS
-	say "conformance: $f flavour, server and client VMs (~6 min under TCG)"
-	rc=0
-	if [ "${CONF_REUSE:-0}" = 1 ]; then
-		# Re-check the latest runs without booting anything (developing the checks).
-		runs="$(ls -td "$CACHE/runs/conf-server-$f"-* | head -n 1) $(ls -td "$CACHE/runs/conf-client-$f"-* | head -n 1)"
-	else
-		runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 conf-server conf-client "$f" "$FIO_SECONDS") || rc=$?
-	fi
-	SRV[$f]=${runs%% *} CLI[$f]=${runs##* }
-	echo "    $f: status $rc after $((SECONDS - t0))s; server ${SRV[$f]}, client ${CLI[$f]}"
-	[ "$rc" = 0 ] || fail "conformance $f: a VM failed (status $rc; ${SRV[$f]}/console.log ${CLI[$f]}/console.log)"
-	check_flavour "$f"
-done
-if [ ${#FLAVOURS[@]} -ge 2 ]; then
-	compare_flavours "${FLAVOURS[0]}" "${FLAVOURS[1]}"
-	compare_events "${FLAVOURS[0]}" "${FLAVOURS[1]}"
-fi
+# latest_run PREFIX: the newest run dir of PREFIX on this fabric (CONF_REUSE).
+latest_run() {
+	local d
+	for d in $(ls -td "$CACHE/runs/$1"-* 2>/dev/null); do
+		[ "$(cat "$d/fabric" 2>/dev/null || echo rxe)" = "$FABRIC" ] && { echo "$d"; return; }
+	done
+}
+
 mkdir -p "$LOGS"
-table | tee "$LOGS/conformance-table.txt" | sed 's/^/    /'
+: >"$LOGS/conformance-table.txt"
+for FABRIC in "${FABRICS[@]}"; do
+	declare -A SRV=() CLI=()
+	secs=$FIO_SECONDS
+	[ "$FABRIC" = rxe ] || secs=$FIO_SECONDS_OTHER
+	for f in "${FLAVOURS[@]}"; do
+		t0=$SECONDS
+		say "conformance: $f flavour over $FABRIC, server and client VMs (~4 min under TCG)"
+		rc=0
+		if [ "${CONF_REUSE:-0}" = 1 ]; then
+			# Re-check the latest runs without booting anything (developing the checks).
+			runs="$(latest_run "conf-server-$f") $(latest_run "conf-client-$f")"
+		else
+			runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 -e "rs_fabric=$FABRIC" \
+				conf-server conf-client "$f" "$secs") || rc=$?
+			for r in $runs; do echo "$FABRIC" >"$r/fabric"; done
+		fi
+		SRV[$f]=${runs%% *} CLI[$f]=${runs##* }
+		echo "    $f $FABRIC: status $rc after $((SECONDS - t0))s; server ${SRV[$f]}, client ${CLI[$f]}"
+		[ "$rc" = 0 ] || fail "conformance $f $FABRIC: a VM failed (status $rc; ${SRV[$f]}/console.log ${CLI[$f]}/console.log)"
+		check_flavour "$f"
+	done
+	if [ ${#FLAVOURS[@]} -ge 2 ]; then
+		compare_flavours "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+		compare_events "${FLAVOURS[0]}" "${FLAVOURS[1]}"
+	fi
+	table | tee -a "$LOGS/conformance-table.txt" | sed 's/^/    /'
+done
 [ "$FAILS" = 0 ]

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # hostile.sh [REPETITIONS]: the hostile-client suite (tests/vm/guest/hostile.py,
-# 29 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
+# 31 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
 # against the rust flavour, asserted, and against the c flavour for
-# comparison: a table of what each flavour did per class. In both runs a
+# comparison: a table of what each flavour did per class; over soft-RoCE,
+# then once per class over soft-iWARP in the same VM. In both runs a
 # well-behaved NFSv3 client runs a verifying fio throughout, and afterwards
 # the Send path's leak counters must read zero and rpcrdma must unload.
 # Prints PASS:/FAIL: lines (the rust flavour's) and exits non-zero on any.
@@ -18,15 +19,19 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 declare -A RUN
 for f in rust c; do
 	rc=0
-	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS") || rc=$?
+	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
 	if [ "$f" = rust ]; then
 		relay_guest_log "" "${RUN[$f]}"
 		[ "$rc" = 0 ] || fail "hostile rust: VM status $rc (${RUN[$f]}/console.log)"
-		n=$(grep -c '^class=' "${RUN[$f]}/hostile.txt" 2>/dev/null || true)
-		[ "${n:-0}" -ge 20 ] || fail "hostile rust: only ${n:-0} classes ran (${RUN[$f]}/hostile.txt)"
+		for file in hostile.txt hostile-siw.txt; do
+			n=$(grep -c '^class=' "${RUN[$f]}/$file" 2>/dev/null || true)
+			[ "${n:-0}" -ge 20 ] || fail "hostile rust: only ${n:-0} classes ran (${RUN[$f]}/$file)"
+		done
 	fi
 done
 # Side by side: expected, rust, c.
-echo "    hostile classes x $REPS (outcome per flavour; c for comparison, not asserted):"
+echo "    hostile classes over soft-RoCE x $REPS (class, expected, rust, c; c for comparison, not asserted):"
 hostile_table "${RUN[rust]}" "${RUN[c]}" "$LOGS/hostile-table.txt"
+echo "    hostile classes over soft-iWARP x 1 (class, expected, rust, c):"
+hostile_table "${RUN[rust]}" "${RUN[c]}" "$LOGS/hostile-table-siw.txt" hostile-siw.txt
 [ "$FAILS" = 0 ]

@@ -100,12 +100,14 @@ relay_guest_log() {
 	done < <(grep -E '^(PASS|FAIL): ' "$2/guest.log" 2>/dev/null)
 }
 
-# hostile_table RUN_ASSERTED RUN_COMPARED OUT: the hostile suite's outcome
-# per class of two runs side by side (class, expected, first, second),
-# marking the classes where they differ; also written to OUT.
+# hostile_table RUN_ASSERTED RUN_COMPARED OUT [FILE]: the hostile suite's
+# outcome per class of two runs side by side (class, expected, first,
+# second), marking the classes where they differ; also written to OUT.
+# FILE is the runs' result file (hostile.txt, or hostile-siw.txt).
 hostile_table() {
-	join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "$1/hostile.txt" 2>/dev/null | sort) \
-		<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "$2/hostile.txt" 2>/dev/null | sort) |
+	local file=${4:-hostile.txt}
+	join -t'|' <(sed -nE 's/^class=([^ ]+) expected=([^ ]+) got=([^ ]+) .*/\1|\2|\3/p' "$1/$file" 2>/dev/null | sort) \
+		<(sed -nE 's/^class=([^ ]+) expected=[^ ]+ got=([^ ]+) .*/\1|\2/p' "$2/$file" 2>/dev/null | sort) |
 		awk -F'|' '{ printf "    %-30s %-16s %-22s %-22s%s\n", $1, $2, $3, $4, ($3 != $4 ? "  <- differs" : "") }' |
 		tee "$3"
 }

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh [-t TIMEOUT] [-c CPUS] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
 #
 # Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
 # FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
 # runs CLIENT_SCRIPT.sh 10.11.0.2 CLIENT_ARG... with the kernel's own rpcrdma.
 # They are joined by a QEMU socket network on the host's loopback (nothing
 # else is reachable from either). Prints "SERVER_RUN CLIENT_RUN" and exits
-# non-zero if either guest failed.
+# non-zero if either guest failed. -e adds a kernel command-line parameter to
+# both (repeatable), e.g. rs_fabric=siw for soft-iWARP instead of soft-RoCE.
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=900 CPUS=2
-while getopts t:c: o; do
+TIMEOUT=900 CPUS=2 EXTRA=()
+while getopts t:c:e: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	c) CPUS=$OPTARG ;;
-	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	e) EXTRA+=(-e "$OPTARG") ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -27,12 +29,12 @@ PORT=$((20000 + RANDOM % 20000))
 VMRUN=$TOP/scripts/vm-run.sh
 out=$(mktemp -d)
 
-bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
 	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 server=$!
 sleep 3
 # In its own process group, so that it can be stopped with its QEMU.
-setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
 	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
 client=$!
 rc_server=0

@@ -125,7 +125,7 @@ pub(crate) unsafe fn result_payload(
 /// # Safety
 ///
 /// `rqstp` is the request being answered, the caller owns `ctxt`.
-unsafe fn save_io_pages(
+pub(crate) unsafe fn save_io_pages(
     rqstp: *mut sys::svc_rqst,
     ctxt: *mut sys::svc_rdma_send_ctxt,
 ) -> Result<(), Error> {

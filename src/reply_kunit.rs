@@ -1,17 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suite `rpcrdma_rs_reply`: the `svc_rdma_result_payload` state
-//! machine (sendto-map V10) on a receive ctxt with a real chunk list.
+//! machine (sendto-map V10) on a receive ctxt with a real chunk list, and
+//! `save_io_pages` failing closed.
 
 use kernel::prelude::kunit_tests;
 
 #[kunit_tests(rpcrdma_rs_reply)]
 mod tests {
-    use crate::reply::result_payload;
+    use crate::reply::{result_payload, save_io_pages};
     use crate::sys;
     use core::mem::size_of;
     use core::ptr::{addr_of_mut, null_mut};
-    use kernel::error::code::{E2BIG, ENOMEM};
+    use kernel::error::code::{E2BIG, EIO, ENOMEM};
     use kernel::error::Result;
 
     /// A zeroed receive ctxt whose Write list holds chunks of the given
@@ -128,6 +129,96 @@ mod tests {
             (*call.rctxt).rc_cur_result_payload = null_mut();
             assert_eq!(result_payload(call.rctxt, 0, 100), Ok(()));
         }
+        Ok(())
+    }
+
+    /// A zeroed request whose reply holds `n` (fake, never dereferenced)
+    /// pages, and a zeroed send ctxt with room for `room` pages.
+    struct Pages {
+        rqstp: *mut sys::svc_rqst,
+        respages: [*mut sys::page; 8],
+        ctxt: *mut sys::svc_rdma_send_ctxt,
+        slots: [*mut sys::page; 8],
+    }
+
+    impl Pages {
+        fn new(n: usize, room: usize) -> Option<kernel::alloc::KBox<Self>> {
+            let mut p = kernel::alloc::KBox::new(
+                Self {
+                    // SAFETY: plain allocations.
+                    rqstp: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rqst>(), -1) }.cast(),
+                    respages: [null_mut(); 8],
+                    // SAFETY: as above.
+                    ctxt: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_send_ctxt>(), -1) }
+                        .cast(),
+                    slots: [null_mut(); 8],
+                },
+                kernel::alloc::flags::GFP_KERNEL,
+            )
+            .ok()?;
+            if p.rqstp.is_null() || p.ctxt.is_null() || n > 8 || room > 8 {
+                return None;
+            }
+            for (i, page) in p.respages.iter_mut().take(n).enumerate() {
+                *page = core::ptr::dangling_mut::<sys::page>().wrapping_add(i.wrapping_add(1));
+            }
+            // SAFETY: zeroed objects only this test knows; the arrays live
+            // in the box, which does not move.
+            unsafe {
+                (*p.rqstp).rq_respages = p.respages.as_mut_ptr();
+                (*p.rqstp).rq_next_page = p.respages.as_mut_ptr().add(n);
+                (*p.ctxt).sc_pages = p.slots.as_mut_ptr();
+                (*p.ctxt).sc_maxpages = room;
+            }
+            Some(p)
+        }
+
+        fn count(&self) -> i32 {
+            // SAFETY: ours.
+            unsafe { (*self.ctxt).sc_page_count }
+        }
+    }
+
+    impl Drop for Pages {
+        fn drop(&mut self) {
+            // Undo the held-pages count of a successful move: the pages are
+            // fake and never put.
+            crate::stats::add(&crate::stats::PAGES_HELD, 0i64.saturating_sub(self.count().into()));
+            // SAFETY: allocated in `new` (kfree takes null).
+            unsafe {
+                sys::kfree(self.rqstp.cast());
+                sys::kfree(self.ctxt.cast());
+            }
+        }
+    }
+
+    #[test]
+    fn save_io_pages_moves_all_once() -> Result {
+        let p = Pages::new(3, 8).ok_or(ENOMEM)?;
+        let want = [p.respages[0], p.respages[1], p.respages[2]];
+        // SAFETY: our request and ctxt.
+        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Ok(()));
+        assert_eq!(p.count(), 3);
+        assert_eq!(&p.slots[..3], &want[..]);
+        assert!(p.respages.iter().all(|page| page.is_null()));
+        // A second move would take the NULL slots: refused, nothing changes.
+        // SAFETY: as above.
+        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Err(EIO));
+        assert_eq!(p.count(), 3);
+        assert_eq!(&p.slots[..3], &want[..]);
+        Ok(())
+    }
+
+    #[test]
+    fn save_io_pages_too_many_moves_none() -> Result {
+        let p = Pages::new(5, 4).ok_or(ENOMEM)?;
+        // SAFETY: our request and ctxt.
+        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Err(EIO));
+        // Fail closed: every page stays with the request, to be released
+        // by it; the ctxt holds none.
+        assert_eq!(p.count(), 0);
+        assert!(p.slots.iter().all(|page| page.is_null()));
+        assert!(p.respages.iter().take(5).all(|page| !page.is_null()));
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ modprobe ib_core
 modprobe rdma_cm
 modprobe sunrpc
 modprobe rdma_rxe
-setup_rxe "$SERVER_IP"
+setup_fabric "$SERVER_IP"
 modprobe nfsd
 mount -t nfsd nfsd /proc/fs/nfsd
 # No delegations: an NFSv4.1 client holding one answers stat and open from

@@ -19,7 +19,7 @@ set +e
 fail() { echo "FAIL: $*"; echo "$*" >>/tmp/fails; }
 modprobe rdma_rxe
 modprobe rpcrdma
-setup_rxe "$ip"
+setup_fabric "$ip"
 n=0
 until ping -c1 -W1 $SERVER_IP >/dev/null 2>&1; do
 	n=$((n + 1))

@@ -14,7 +14,7 @@ faults=$1
 F=/sys/kernel/debug/failslab
 [ -w $F/require-start ] || { fail "failslab: this kernel has no failslab stack filter (make check-debug)"; exit 1; }
 load_rpcrdma rust
-setup_rxe
+setup_fabric
 start_nfsd
 
 # The address range of our object's text: its functions are contiguous in

@@ -21,7 +21,7 @@ kmemleak_baseline
 insmod $ko || { fail "insmod $ko"; exit 1; }
 [ -w $P/fail_post_mid ] || { fail "$ko has no fault-injection parameters"; exit 1; }
 result module_version "$(cat /sys/module/rpcrdma/version)"
-setup_rxe
+setup_fabric
 start_nfsd
 mount_rdma 3 /mnt/f || { fail "NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/f faults

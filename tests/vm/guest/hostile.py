@@ -325,7 +325,7 @@ def cases():
                                        for i in range(nseg))
 
     def readdir_small(c, x, **kw):
-        return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), op_readdir(800)])
+        return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), op_readdir(900)])
 
     return {
         "null_baseline": ("reply", lambda c, x: null(c, x)),
@@ -366,13 +366,13 @@ def cases():
         # the READ payload goes to the Write chunk, the rest of the reply to
         # the Reply chunk, whose lengths must count only that rest.
         "write_list_and_reply_chunk": ("lengths_ok", read_with_reply_chunk, reply_lengths),
-        # A Reply chunk of 60 segments of 16 bytes (fewer than the server's
-        # rc_maxpages, 67 with nfsd's 256 KiB payload in our 2 GiB VMs) for
-        # a ~870-byte READDIR reply: ~55 RDMA Writes, more than the small
-        # SQ holds (SMALL_SQ; 38 entries on soft-RoCE: 14 for Receives, 24
-        # for R/W contexts).
+        # A Reply chunk of 66 segments of 16 bytes (at most rc_maxpages, 68
+        # with nfsd's 256 KiB payload in our 2 GiB VMs) for a ~960-byte
+        # READDIR reply: ~60 RDMA Writes, more than the small SQ holds
+        # (SMALL_SQ; with max_requests 4 soft-RoCE has 38 entries, 14 for
+        # Receives and 24 for R/W contexts, soft-iWARP 50).
         "reply_chunk_exceeds_sq": ("err_chunk", lambda c, x: readdir_small(
-            c, x, reply=rchunk_tiny_segments(c, 60, 16)), lambda c, d: "reply"),
+            c, x, reply=rchunk_tiny_segments(c, 66, 16)), lambda c, d: "reply"),
     }
 
 
@@ -404,7 +404,7 @@ def disconnect_in_flight(server, port, calls=32):
     conn.close()
 
 
-def alive(server, port):
+def alive_once(server, port):
     conn = Conn(server, port)
     try:
         x = 0x11110000
@@ -414,6 +414,19 @@ def alive(server, port):
         return False
     finally:
         conn.close()
+
+
+def alive(server, port):
+    """"yes" if a fresh connection gets a NULL answered within 5 s,
+    "yes-on-retry" if only a second one does (under TCG a server still
+    tearing down a connection can be that slow), else "NO"."""
+    for verdict in ("yes", "yes-on-retry"):
+        try:
+            if alive_once(server, port):
+                return verdict
+        except Exception:  # connection refused or not established in time
+            pass
+    return "NO"
 
 
 def main():
@@ -439,24 +452,24 @@ def main():
             total += 1
         ok = list(outcomes) == [expected]
         live = alive(server, port)
-        bad += (not ok) + (not live)
+        bad += (not ok) + (live == "NO")
         print(f"class={name} expected={expected} got={','.join(f'{k}x{v}' for k, v in outcomes.items())}"
-              f" server_alive={'yes' if live else 'NO'} {'ok' if ok and live else 'FAIL'}", flush=True)
+              f" server_alive={live} {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "credit_overrun" in wanted:
         classes += 1
         n = credit_overrun(server, port)
         live = alive(server, port)
-        bad += not live
-        print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={'yes' if live else 'NO'}"
-              f" {'ok' if live else 'FAIL'}", flush=True)
+        bad += live == "NO"
+        print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={live}"
+              f" {'ok' if live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "disconnect_in_flight" in wanted:
         classes += 1
         for _ in range(reps):
             disconnect_in_flight(server, port)
         live = alive(server, port)
-        bad += not live
-        print(f"class=disconnect_in_flight expected=survives got=x{reps} server_alive={'yes' if live else 'NO'}"
-              f" {'ok' if live else 'FAIL'}", flush=True)
+        bad += live == "NO"
+        print(f"class=disconnect_in_flight expected=survives got=x{reps} server_alive={live}"
+              f" {'ok' if live != 'NO' else 'FAIL'}", flush=True)
     print(f"hostile: {classes} classes, {total} adversarial Calls, {bad} failures")
     return 1 if bad else 0
 

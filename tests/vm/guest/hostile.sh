@@ -1,15 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# hostile.sh FLAVOUR REPETITIONS: the hostile-client suite (hostile.py)
+# hostile.sh FLAVOUR REPETITIONS [siw]: the hostile-client suite (hostile.py)
 # against our rpcrdma.ko while a well-behaved NFSv3 client runs a verifying
 # fio on the same server; then the leak counters must be back to zero and
-# the module must unload.
+# the module must unload. With "siw", the suite runs once more over
+# soft-iWARP (on a veth of its own, beside soft-RoCE on eth0), once per
+# class, into /results/hostile-siw.txt.
 . /work/tests/vm/guest/lib.sh
 
-flavour=$1 reps=$2
+flavour=$1 reps=$2 also=${3:-}
 load_rpcrdma "$flavour"
-setup_rxe
+setup_fabric
 start_nfsd
 # The export root: a directory whose listing needs a Reply chunk, and a
 # file to READ.
@@ -25,24 +27,46 @@ fio --name=good --directory=/mnt/good --rw=randrw --bs=16k --size=8m \
 fio_pid=$!
 sleep 2
 
+# hostile_run SERVER REPS OUT: every class, then the small-SQ ones on a
+# server whose new connections get a small Send Queue (the well-behaved
+# client keeps its own).
+hostile_run() {
+	python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" 2>&1 | tee "$3"
+	maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
+	old_maxreq=$(cat $maxreq)
+	echo 4 >$maxreq
+	python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" reply_chunk_exceeds_sq 2>&1 | tee -a "$3"
+	echo "$old_maxreq" >$maxreq
+}
+# hostile_count NAME OUT MIN: the verdict on one run's classes.
+hostile_count() {
+	n_ok=$(grep -c ' ok$' "$2" || true)
+	n_fail=$(grep -c ' FAIL$' "$2" || true)
+	result "${1}_classes_ok" "$n_ok"
+	result "${1}_classes_failed" "$n_fail"
+	result "${1}_alive_only_on_retry" "$(grep -c 'server_alive=yes-on-retry' "$2" || true)"
+	grep -E " FAIL$" "$2" | while read -r line; do fail "$(echo "$1" | tr _ " ") $flavour: $line"; done
+	[ "$n_fail" = 0 ] && [ "$n_ok" -gt "$3" ] &&
+		pass "$(echo "$1" | tr _ " ") $flavour: $n_ok classes x $4 behaved as expected, the server kept serving"
+}
+
 set +e
-python3 /work/tests/vm/guest/hostile.py $SERVER_IP $RDMA_PORT "$reps" 2>&1 | tee /results/hostile.txt
-# A server with a small Send Queue (new connections only; the
-# well-behaved client keeps its own), for the classes that need one.
-maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
-old_maxreq=$(cat $maxreq)
-echo 4 >$maxreq
-python3 /work/tests/vm/guest/hostile.py $SERVER_IP $RDMA_PORT "$reps" reply_chunk_exceeds_sq 2>&1 |
-	tee -a /results/hostile.txt
-echo "$old_maxreq" >$maxreq
+hostile_run $SERVER_IP "$reps" /results/hostile.txt
+hostile_count hostile /results/hostile.txt 20 "$reps"
+if [ "$also" = siw ]; then
+	# siw on a veth of its own with its own address, so that connections
+	# to that address cannot take rxe0 (eth0), as rxe0's cannot take siw0.
+	if modprobe siw && ip link add veth-siw type veth peer name veth-peer &&
+		ip addr add 10.12.0.1/24 dev veth-siw && ip link set veth-siw up &&
+		ip link set veth-peer up && rdma link add siw0 type siw netdev veth-siw; then
+		log "soft-iWARP: $(rdma link show siw0/1)"
+		hostile_run 10.12.0.1 1 /results/hostile-siw.txt
+		hostile_count hostile_siw /results/hostile-siw.txt 20 1
+	else
+		fail "hostile $flavour: no soft-iWARP device"
+	fi
+fi
 set -e
-grep -E '^class=' /results/hostile.txt | sed 's/^/RESULT /' >/dev/null
-n_ok=$(grep -c ' ok$' /results/hostile.txt || true)
-n_fail=$(grep -c ' FAIL$' /results/hostile.txt || true)
-result hostile_classes_ok "$n_ok"
-result hostile_classes_failed "$n_fail"
-grep -E ' FAIL$' /results/hostile.txt | while read -r line; do fail "hostile $flavour: $line"; done
-[ "$n_fail" = 0 ] && [ "$n_ok" -gt 20 ] && pass "hostile $flavour: $n_ok classes x $reps behaved as expected, the server kept serving"
 
 if stop_verifying_fio $fio_pid good_client_KiB; then
 	pass "hostile $flavour: the well-behaved client's fio verified its data throughout ($FIO_KIB KiB)"

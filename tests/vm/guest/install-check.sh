@@ -26,7 +26,7 @@ intree)
 	esac ;;
 esac
 # Ours must also serve: the same soft-RoCE mount as the demo.
-setup_rxe
+setup_fabric
 start_nfsd
 if mount_rdma 3 /mnt/nfs && echo hello >/mnt/nfs/f && [ "$(cat /mnt/nfs/f)" = hello ] &&
 	[ "$(xprt_of /mnt/nfs)" = rdma ]; then

@@ -82,15 +82,25 @@ load_installed_rpcrdma() {
 	esac
 }
 
-# setup_rxe [IP]: soft-RoCE on eth0, addressed IP (default: the server's).
-setup_rxe() {
+# setup_fabric [IP]: soft-RoCE on eth0, addressed IP (default: the server's).
+# The RDMA fabric: soft-RoCE (rxe, the default) or soft-iWARP (siw), from
+# the kernel command line (vm-run.sh -e rs_fabric=siw).
+FABRIC=${rs_fabric:-rxe}
+
+# setup_fabric [IP]: eth0 at IP (the server's by default) with the fabric's
+# software RDMA device on it.
+setup_fabric() {
 	# Built in on the test kernels, a module on a distribution's.
 	modprobe virtio_net 2>/dev/null || true
 	ip addr add "${1:-$SERVER_IP}"/24 dev eth0
 	ip link set eth0 up
-	rdma link add rxe0 type rxe netdev eth0
-	rdma link show | grep -q rxe0 || { fail "rxe0 did not come up"; return 1; }
-	log "soft-RoCE: $(rdma link show rxe0/1)"
+	case $FABRIC in
+	siw) modprobe siw; dev=siw0 ;;
+	*) modprobe rdma_rxe; dev=rxe0 ;;
+	esac
+	rdma link add $dev type "$FABRIC" netdev eth0
+	rdma link show | grep -q "$dev/" || { fail "$dev did not come up"; return 1; }
+	log "$FABRIC: $(rdma link show $dev/1)"
 }
 
 # Two-VM tests driven by the client VM (bench, storm): srv COMMAND runs
@@ -101,9 +111,8 @@ srv() { python3 /work/tests/vm/guest/rsh.py $SERVER_IP "$@"; }
 # CLIENT_IP, and the server VM's rsh.py answering; however the script ends,
 # the server VM is told to finish too.
 rsh_client() {
-	modprobe rdma_rxe
 	modprobe rpcrdma
-	setup_rxe "$1"
+	setup_fabric "$1"
 	srv true || { fail "the server VM's rsh did not answer"; exit 1; }
 	trap 'srv exit >/dev/null 2>&1 || true' EXIT
 }

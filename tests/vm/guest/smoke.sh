@@ -11,7 +11,7 @@ flavour=$1 mib=$2 FIO_SECONDS=$3
 shift 3
 result flavour "$flavour"
 load_rpcrdma "$flavour"
-setup_rxe
+setup_fabric
 start_nfsd
 
 dd if=/dev/urandom of=/tmp/data bs=1M count="$mib" status=none

@@ -10,7 +10,7 @@
 . /work/tests/vm/guest/lib.sh
 
 load_rpcrdma "$1" || exit 1
-setup_rxe
+setup_fabric
 start_nfsd || exit 1
 log "server ready; the storm is driven by the client"
 python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"

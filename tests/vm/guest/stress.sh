@@ -16,7 +16,7 @@
 flavour=$1 secs=$2 cycles=$3
 ko=$MODULES/$flavour/rpcrdma.ko
 load_rpcrdma "$flavour"
-setup_rxe
+setup_fabric
 echo 4 >/proc/sys/sunrpc/svc_rdma/max_requests
 NFSD_THREADS=32 start_nfsd
 MOUNT_OPTS=nconnect=4 mount_rdma 3 /mnt/s || { fail "NFSv3 nconnect mount"; exit 1; }

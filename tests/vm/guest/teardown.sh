@@ -12,7 +12,7 @@
 
 flavour=$1 cycles=$2
 load_rpcrdma "$flavour"
-setup_rxe
+setup_fabric
 start_nfsd
 mount_rdma 3 /mnt/nfs || { fail "NFSv3 mount over RDMA"; exit 1; }
 
