@@ -283,13 +283,14 @@ do_e2e() {
 	do_teardown_flavour rust
 }
 
-# The two-VM conformance suite (scripts/conformance.sh), both flavours;
-# its PASS/FAIL lines count as checks here.
+# The two-VM conformance suite (scripts/conformance.sh), both flavours, over
+# soft-RoCE and soft-iWARP; its PASS/FAIL lines count as checks here.
 do_conformance() {
 	relay_script "" bash "$TOP/scripts/conformance.sh" c rust
 }
 
-# The hostile-client suite (scripts/hostile.sh): rust asserted, c compared.
+# The hostile-client suite (scripts/hostile.sh): rust asserted, c compared;
+# over soft-RoCE, then soft-iWARP.
 do_hostile() {
 	relay_script "" bash "$TOP/scripts/hostile.sh" 3
 }

@@ -4,11 +4,15 @@
 # lint.sh: the style checks behind `make lint`, also run by `make check`.
 #   rustfmt --check with the kernel's .rustfmt.toml
 #   scripts/checkpatch.pl on our C, headers, Rust, Kbuild and Kconfig
-#   scripts/kernel-doc -Wall on the C shim (our exported Rust functions carry
-#     the same kernel-doc text; rustdoc has no checker for it)
+#   scripts/kernel-doc -Wall on the C shim (the exported Rust functions are
+#     documented in rustdoc, per the kernel's Rust coding guidelines)
 #   the guest's and host's Python scripts compile
-#   a CLIPPY=1 build of the rust flavour with not one warning (needs the
-#     test kernel, or KDIR=; skipped with LINT_NO_CLIPPY=1)
+#   a CLIPPY=1 build of the rust flavour with not one warning, with the
+#     KUnit suites and without them (RPCRDMA_RS_KUNIT=n, as DKMS builds it),
+#     and the latter, built with the kernel's Rust overflow checks on, must
+#     import no core::panicking symbol: no arithmetic, index or conversion
+#     in the shipped code can panic (needs the test kernel, or KDIR=;
+#     skipped with LINT_NO_CLIPPY=1)
 # Prints PASS:/FAIL: per check; exits non-zero on any failure.
 
 . "$(dirname "$0")/lib.sh"
@@ -61,6 +65,28 @@ if [ "${LINT_NO_CLIPPY:-0}" != 1 ]; then
 	else
 		grep -E '^(warning|error)' -A4 "$log" | head -n 30
 		fail "clippy warnings ($log)"
+	fi
+
+	log=$LOGS/module-rust-nokunit.log
+	rm -f "$CACHE"/modbuild/rust-nokunit-*/src/svc_rdma_sendto_rs.o
+	kdir=${KDIR:-$(kernel_build)}
+	if MODULE_MAKE_ARGS="CLIPPY=1 RPCRDMA_RS_KUNIT=n" bash scripts/build-module.sh rust rust-nokunit >/dev/null 2>&1 &&
+		! grep -qE '^(warning|error)' "$log"; then
+		pass "clippy: the rust flavour without its KUnit suites builds with no warning"
+	else
+		grep -E '^(warning|error)' -A4 "$log" | head -n 30
+		fail "the rust flavour without KUnit suites: warnings or errors ($log)"
+	fi
+	ko=$TOP/build/rust-nokunit/rpcrdma.ko
+	panics=$(nm -u "$ko" 2>/dev/null | grep -c 'panicking' || true)
+	suites=$(nm "$ko" 2>/dev/null | grep -c 'kunit_rust_wrapper' || true)
+	if ! grep -qx 'CONFIG_RUST_OVERFLOW_CHECKS=y' "$kdir/.config"; then
+		fail "no-panic check: $kdir is built without CONFIG_RUST_OVERFLOW_CHECKS"
+	elif [ -f "$ko" ] && [ "$panics" = 0 ] && [ "$suites" = 0 ]; then
+		pass "no panic path: the shipped build (no KUnit, overflow checks on) imports no core::panicking symbol"
+	else
+		nm -u "$ko" 2>/dev/null | grep panicking | head -n 5
+		fail "no-panic check: $panics core::panicking imports, $suites KUnit wrappers in $ko"
 	fi
 fi
 [ "$FAILS" = 0 ]

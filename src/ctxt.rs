@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! The send ctxt pool: `svc_rdma_send_ctxt_alloc`, `_get`, `_put`,
 //! `_unmap`, `_release`, `_drain` and `_destroy` of the C file.
@@ -143,7 +145,6 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
         *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*ctxt).sc_cqe);
         (*wr).sg_list = addr_of_mut!((*ctxt).sc_sges).cast();
         (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as kernel::ffi::c_int;
-        (*ctxt).sc_cqe.done = Some(crate::sq::wc_send);
         sys::INIT_LIST_HEAD(addr_of_mut!((*ctxt).sc_write_info_list));
         (*ctxt).sc_xprt_buf = buffer;
         sys::rs_xdr_buf_init(addr_of_mut!((*ctxt).sc_hdrbuf), buffer, rdma.max_req_size());

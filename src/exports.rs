@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
-//! The C entry points of the Send path: the symbols `svc_rdma.h` declares
-//! for `svc_rdma_sendto.c`, with their C prototypes and kernel-doc. Each
-//! turns raw pointers into this crate's types and calls the Rust function
-//! of the same name; the logic is there. The other rpcrdma objects call
-//! these exactly as they called the C file.
+//! The C entry points of the Send path: the twelve symbols `svc_rdma.h`
+//! declares for `svc_rdma_sendto.c`, with the same C prototypes. Each one
+//! turns its raw pointers into this crate's types under the preconditions
+//! its `# Safety` section states, and hands over to the Rust function that
+//! does the work. The other objects of rpcrdma call them as they called the
+//! C file.
 //!
 //! Every definition is checked against the bindgen declaration of the
 //! header's prototype (`same_signature!`), and the C shim checks the
@@ -19,7 +22,9 @@ use kernel::ffi::{c_int, c_uint};
 
 /// Fails to compile unless the header's declaration (from bindgen) and our
 /// definition have the same type. Both must be `unsafe extern "C"`: rustc
-/// 1.85 does not unify a safe and an unsafe function item.
+/// 1.85 does not unify a safe and an unsafe function item. (The kernel's
+/// `#[export]` does the same check, but only against `kernel::bindings`,
+/// which does not include `svc_rdma.h`.)
 macro_rules! same_signature {
     ($name:ident) => {
         const _: () = {
@@ -28,48 +33,53 @@ macro_rules! same_signature {
     };
 }
 
-/// svc_rdma_send_ctxts_destroy - Release all send_ctxt's for an xprt
-/// @rdma: svcxprt_rdma being torn down
+/// `svc_rdma_send_ctxts_destroy`: frees every send ctxt of the transport
+/// `rdma` (its pool, and any ctxt parked after a partial post).
 ///
 /// # Safety
 ///
-/// Called by `svc_rdma_free` after `ib_drain_qp` and a final drain.
+/// `rdma` points to a transport in `svc_rdma_free`, after `ib_drain_qp` and
+/// the final `svc_rdma_send_ctxts_drain`: no completion can run and no
+/// other thread uses its send ctxts any more.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxts_destroy(rdma: *mut sys::svcxprt_rdma) {
-    // SAFETY: the transport is live until svc_rdma_free returns.
+    // SAFETY: `rdma` is live for this call (it is being freed, by the caller,
+    // only after this returns).
     ctxt::send_ctxts_destroy(unsafe { Rdma::from_raw(rdma) });
 }
 same_signature!(svc_rdma_send_ctxts_destroy);
 
-/// svc_rdma_send_ctxt_get - Get a free send_ctxt
-/// @rdma: controlling svcxprt_rdma
-///
-/// Returns a ready-to-use send_ctxt, or NULL if none are available and a
-/// fresh one cannot be allocated. The caller owns it until it posts it or
-/// puts it back.
+/// `svc_rdma_send_ctxt_get`: a send ctxt of `rdma` ready for a new reply,
+/// taken from the pool (after draining completed ones if it is empty) or
+/// newly allocated; NULL when allocation fails. The caller owns the ctxt
+/// until it posts it (`svc_rdma_post_send`) or returns it
+/// (`svc_rdma_send_ctxt_put`). May sleep.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport; process context.
+/// `rdma` points to a live transport, and the call is made in process
+/// context.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxt_get(
     rdma: *mut sys::svcxprt_rdma,
 ) -> *mut sys::svc_rdma_send_ctxt {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live for the call (`# Safety`).
     let rdma = unsafe { Rdma::from_raw(rdma) };
     ctxt::send_ctxt_get(rdma).map_or(core::ptr::null_mut(), SendCtxt::into_raw)
 }
 same_signature!(svc_rdma_send_ctxt_get);
 
-/// svc_rdma_send_ctxts_drain - Release completed send_ctxts
-/// @rdma: controlling svcxprt_rdma
+/// `svc_rdma_send_ctxts_drain`: releases the send ctxts of `rdma` whose
+/// Sends have completed (DMA unmapping, the reply's pages, the chunks' R/W
+/// contexts) back into its pool.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport; process context.
+/// `rdma` points to a live transport, and the call is made in process
+/// context.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxts_drain(rdma: *mut sys::svcxprt_rdma) {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live for the call (`# Safety`).
     let rdma = unsafe { Rdma::from_raw(rdma) };
     ctxt::send_ctxts_drain(rdma);
     // From svc_rdma_free, after ib_drain_qp and before
@@ -86,60 +96,57 @@ pub unsafe extern "C" fn svc_rdma_send_ctxts_drain(rdma: *mut sys::svcxprt_rdma)
 }
 same_signature!(svc_rdma_send_ctxts_drain);
 
-/// svc_rdma_send_ctxt_put - Queue send_ctxt for deferred release
-/// @rdma: controlling svcxprt_rdma
-/// @ctxt: send_ctxt to queue for deferred release
-///
-/// DMA unmap and page release run later in svc_rdma_send_ctxts_drain().
-/// On the empty-to-non-empty transition the transport is enqueued, so an
-/// idle connection does not keep a completed reply's pages pinned.
+/// `svc_rdma_send_ctxt_put`: gives `ctxt` back to `rdma`. Cheap enough for
+/// a completion handler: it only queues the ctxt, and the costly release
+/// happens in the next `svc_rdma_send_ctxts_drain`. When the queue was
+/// empty the transport is scheduled, so that even an idle connection
+/// releases the pages soon.
 ///
 /// # Safety
 ///
-/// The caller owns `ctxt` and does not touch it afterwards.
+/// `rdma` points to a live transport; `ctxt` is one of its send ctxts,
+/// owned by the caller, who does not use it after the call.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxt_put(
     rdma: *mut sys::svcxprt_rdma,
     ctxt: *mut sys::svc_rdma_send_ctxt,
 ) {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live and `ctxt` is handed over (`# Safety`).
     unsafe { ctxt::send_ctxt_put(Rdma::from_raw(rdma), ctxt) };
 }
 same_signature!(svc_rdma_send_ctxt_put);
 
-/// svc_rdma_wake_send_waiters - manage Send Queue accounting
-/// @rdma: controlling transport
-/// @avail: Number of additional SQEs that are now available
+/// `svc_rdma_wake_send_waiters`: returns `avail` Send Queue entries of
+/// `rdma` (their WRs have completed) and wakes a thread waiting for entries
+/// in `svc_rdma_sq_wait`, if there is one. Any context.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport.
+/// `rdma` points to a live transport.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_wake_send_waiters(rdma: *mut sys::svcxprt_rdma, avail: c_int) {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live for the call (`# Safety`).
     sq::wake_send_waiters(unsafe { Rdma::from_raw(rdma) }, avail);
 }
 same_signature!(svc_rdma_wake_send_waiters);
 
-/// svc_rdma_sq_wait - Wait for SQ slots using fair queuing
-/// @rdma: controlling transport
-/// @cid: completion ID for tracing
-/// @sqecount: number of SQ entries needed
-///
-/// Return values:
-///   %0: SQ slots were reserved successfully
-///   %-ENOTCONN: The connection was lost
+/// `svc_rdma_sq_wait`: reserves `sqecount` Send Queue entries of `rdma`
+/// for a WR chain, sleeping in first-come-first-served order behind other
+/// waiters when too few are free. Returns 0 once they are reserved, or
+/// `-ENOTCONN` if the connection closes first. `cid` only labels the
+/// tracepoints.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport; process context (may sleep).
+/// `rdma` points to a live transport, `cid` to a completion ID, and the
+/// call is made in process context (it may sleep).
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_sq_wait(
     rdma: *mut sys::svcxprt_rdma,
     cid: *const sys::rpc_rdma_cid,
     sqecount: c_int,
 ) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live for the call (`# Safety`).
     match sq::sq_wait(unsafe { Rdma::from_raw(rdma) }, cid, sqecount) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
@@ -147,21 +154,17 @@ pub unsafe extern "C" fn svc_rdma_sq_wait(
 }
 same_signature!(svc_rdma_sq_wait);
 
-/// svc_rdma_post_send_err - Handle ib_post_send failure
-/// @rdma: controlling transport
-/// @cid: completion ID for tracing
-/// @bad_wr: first WR that was not posted
-/// @first_wr: first WR in the chain
-/// @sqecount: number of SQ entries that were reserved
-/// @ret: error code from ib_post_send
-///
-/// Return values:
-///   %0: At least one WR was posted; a completion handles cleanup
-///   %-ENOTCONN: No WRs were posted; SQ slots are released
+/// `svc_rdma_post_send_err`: what to do when `ib_post_send` returned `ret`
+/// for the chain starting at `first_wr`, stopping at `bad_wr`. The
+/// connection is closed in any case. If nothing was posted (`bad_wr` is
+/// `first_wr`) the `sqecount` reserved entries are given back and
+/// `-ENOTCONN` returned; otherwise 0, and the completions of what was
+/// posted clean up.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport.
+/// `rdma` points to a live transport and `cid` to a completion ID; the WR
+/// pointers are only compared.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_post_send_err(
     rdma: *mut sys::svcxprt_rdma,
@@ -171,30 +174,31 @@ pub unsafe extern "C" fn svc_rdma_post_send_err(
     sqecount: c_int,
     ret: c_int,
 ) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live for the call (`# Safety`).
     let rdma = unsafe { Rdma::from_raw(rdma) };
     sq::post_send_err(rdma, cid, bad_wr, first_wr, sqecount, ret)
 }
 same_signature!(svc_rdma_post_send_err);
 
-/// svc_rdma_post_send - Post a WR chain to the Send Queue
-/// @rdma: transport context
-/// @ctxt: WR chain to post
-///
-/// Return values:
-///   %0: @ctxt's WR chain was posted (it now belongs to its completion),
-///       or was partly posted and parked until the transport is freed
-///   %-ENOTCONN: The connection was lost; the caller still owns @ctxt
+/// `svc_rdma_post_send`: reserves Send Queue entries for the WR chain of
+/// `ctxt` (chunk Writes, then the Send) and posts it. Returns 0 when the
+/// chain was handed to the device, after which `ctxt` belongs to the Send
+/// completion; also 0 when only part of it was posted, the connection then
+/// being closed and `ctxt` kept until the transport is freed. On an error
+/// (`-ENOTCONN`: the connection is closing, or nothing could be posted) the
+/// caller still owns `ctxt`.
 ///
 /// # Safety
 ///
-/// `rdma` is a live transport, the caller owns `ctxt`; process context.
+/// `rdma` points to a live transport and `ctxt` to one of its send ctxts
+/// with a complete WR chain, owned by the caller; process context.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_post_send(
     rdma: *mut sys::svcxprt_rdma,
     ctxt: *mut sys::svc_rdma_send_ctxt,
 ) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live and the caller lends us `ctxt` (`# Safety`);
+    // on failure it is given back below.
     let (rdma, ctxt) = unsafe { (Rdma::from_raw(rdma), SendCtxt::from_raw(ctxt)) };
     let Some(ctxt) = ctxt else {
         return kernel::error::code::EINVAL.to_errno();
@@ -210,29 +214,25 @@ pub unsafe extern "C" fn svc_rdma_post_send(
 }
 same_signature!(svc_rdma_post_send);
 
-/// svc_rdma_result_payload - special processing for a result payload
-/// @rqstp: RPC transaction context
-/// @offset: payload's byte offset in @rqstp->rq_res
-/// @length: size of payload, in bytes
-///
-/// Assign the passed-in result payload to the current Write chunk, and
-/// advance to cur_result_payload to the next Write chunk, if there is one.
-///
-/// Return values:
-///   %0 if successful or nothing needed to be done
-///   %-E2BIG if the payload was larger than the Write chunk
+/// `svc_rdma_result_payload` (`xpo_result_payload`): nfsd reports that the
+/// `length` bytes at `offset` of the reply being built are a result payload
+/// that may travel by RDMA Write (READ data). It is given to the Call's next
+/// unused Write chunk, if the client offered one; 0 then, or when there is
+/// nothing to do, and `-E2BIG` when that chunk is too small (nfsd then fails
+/// the operation).
 ///
 /// # Safety
 ///
-/// `rqstp` is the nfsd thread's request, whose `rq_xprt_ctxt` is the
-/// receive ctxt of the Call.
+/// `rqstp` points to the request an nfsd thread is answering on an RDMA
+/// transport; its `rq_xprt_ctxt` is the Call's receive ctxt, which this
+/// thread owns.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_result_payload(
     rqstp: *mut sys::svc_rqst,
     offset: c_uint,
     length: c_uint,
 ) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: `rqstp` is a live request (`# Safety`).
     let rctxt = unsafe { (*rqstp).rq_xprt_ctxt }.cast::<sys::svc_rdma_recv_ctxt>();
     // SAFETY: the Call's receive ctxt, owned by this thread.
     match unsafe { crate::reply::result_payload(rctxt, offset, length) } {
@@ -242,25 +242,20 @@ pub unsafe extern "C" fn svc_rdma_result_payload(
 }
 same_signature!(svc_rdma_result_payload);
 
-/// svc_rdma_map_reply_msg - DMA map the buffer holding RPC message
-/// @rdma: controlling transport
-/// @sctxt: send_ctxt for the Send WR
-/// @write_pcl: Write chunk list provided by client
-/// @reply_pcl: Reply chunk provided by client
-/// @xdr: prepared xdr_buf containing RPC message
-///
-/// Returns:
-///   %0 (or, as in C, a positive length) if DMA mapping was successful.
-///   %-EMSGSIZE if a buffer manipulation problem occurred
-///   %-EIO if DMA mapping failed
-///   %-E2BIG if the reply is too large for the Send and cannot be pulled up
-///
-/// The Send WR's num_sge field is set in all cases.
+/// `svc_rdma_map_reply_msg`: prepares the Send WR of `sctxt` to carry the
+/// transport header and the inline part of the reply `xdr` (the parts not
+/// sent through the Call's Write chunks `write_pcl`; nothing when the reply
+/// goes through the Reply chunk `reply_pcl`), either copied behind the
+/// header or DMA-mapped as further SGEs. Returns 0 or, like C, a positive
+/// length on success; `-EMSGSIZE` (the reply does not fit the buffers),
+/// `-EIO` (mapping failed) or `-E2BIG` (too many pieces for the device and
+/// too large to copy). The WR's SGE count is valid either way.
 ///
 /// # Safety
 ///
-/// The caller owns `sctxt`, whose header is built; the lists and `xdr` are
-/// the Call's and the reply.
+/// `rdma` points to a live transport; `sctxt` to its send ctxt, owned by the
+/// caller, with the transport header encoded; `write_pcl`, `reply_pcl` and
+/// `xdr` to the Call's chunk lists and the reply, unchanged during the call.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     rdma: *mut sys::svcxprt_rdma,
@@ -269,24 +264,22 @@ pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     reply_pcl: *const sys::svc_rdma_pcl,
     xdr: *const sys::xdr_buf,
 ) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: the pointers are what `map_reply_msg` requires (`# Safety`).
     unsafe { crate::mapping::map_reply_msg(Rdma::from_raw(rdma), sctxt, write_pcl, reply_pcl, xdr) }
 }
 same_signature!(svc_rdma_map_reply_msg);
 
-/// svc_rdma_send_error_msg - Send an RPC/RDMA v1 error response
-/// @rdma: controlling transport context
-/// @sctxt: Send context for the response
-/// @rctxt: Receive context for incoming bad message
-/// @status: negative errno indicating error that occurred
-///
-/// Given the client-provided Read, Write, and Reply chunks, the server was
-/// unable to form a complete reply. Return an RDMA_ERROR message so the
-/// client can retire the RPC transaction. @sctxt is consumed in all cases.
+/// `svc_rdma_send_error_msg`: answers the Call `rctxt` with an RDMA_ERROR
+/// instead of a reply: ERR_VERS when `status` is `-EPROTONOSUPPORT` (an
+/// unsupported transport version), ERR_CHUNK otherwise (the client's chunks
+/// cannot carry the reply, or its header is malformed). The client can then
+/// fail the RPC rather than wait for it. Takes `sctxt` in every case; a
+/// message too short to carry an XID gets no answer.
 ///
 /// # Safety
 ///
-/// The caller owns `sctxt` and gives it up; `rctxt` is the Call.
+/// `rdma` points to a live transport; `sctxt` to its send ctxt, owned by the
+/// caller, who gives it up; `rctxt` to the receive ctxt of the Call.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_error_msg(
     rdma: *mut sys::svcxprt_rdma,
@@ -294,39 +287,39 @@ pub unsafe extern "C" fn svc_rdma_send_error_msg(
     rctxt: *mut sys::svc_rdma_recv_ctxt,
     status: c_int,
 ) {
-    // SAFETY: per the contract.
+    // SAFETY: `rdma` is live and `sctxt` is handed over (`# Safety`).
     let (rdma, sctxt) = unsafe { (Rdma::from_raw(rdma), SendCtxt::from_raw(sctxt)) };
     if let Some(sctxt) = sctxt {
-        // SAFETY: per the contract.
+        // SAFETY: `rctxt` is the Call being answered (`# Safety`).
         unsafe { crate::reply::send_error_msg(rdma, sctxt, rctxt, status) };
     }
 }
 same_signature!(svc_rdma_send_error_msg);
 
-/// svc_rdma_sendto - Transmit an RPC reply
-/// @rqstp: processed RPC request, reply XDR already in ::rq_res
-///
-/// Any resources still associated with @rqstp are released upon return.
-/// If no reply message was possible, the connection is closed.
-///
-/// Returns:
-///   %0 if an RPC reply has been successfully posted,
-///   %-ENOTCONN if no reply was possible (the connection is closed)
+/// `svc_rdma_sendto` (`xpo_sendto`): sends nfsd's reply in `rq_res` to the
+/// Call being answered: result payloads by RDMA Write into the client's
+/// Write chunks, the rest in the Send or, when the client offered one,
+/// through its Reply chunk. A reply the chunks cannot carry is answered with
+/// ERR_CHUNK. On return nothing of the request is held any more by this
+/// path: the reply's pages belong to the posted Send until it completes.
+/// Returns 0, or `-ENOTCONN` when no answer was possible, in which case the
+/// connection has been closed so that the client retransmits.
 ///
 /// # Safety
 ///
-/// Called by sunrpc as `xpo_sendto` of an RDMA transport.
+/// `rqstp` points to the request an nfsd thread is answering on an RDMA
+/// transport (which the request keeps referenced), with the Call's receive
+/// ctxt in `rq_xprt_ctxt` and the encoded reply in `rq_res`.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_sendto(rqstp: *mut sys::svc_rqst) -> c_int {
-    // SAFETY: per the contract.
+    // SAFETY: `rqstp` is what `sendto` requires (`# Safety`).
     unsafe { crate::reply::sendto(rqstp) }
 }
 same_signature!(svc_rdma_sendto);
 
-/// rs_stat_read - read a Send-path leak counter (for the C shim)
-/// @which: 0 live send ctxts, 1 reply pages held, 2 payload SGEs mapped
-///
-/// Returns the counter, or -1 for an unknown @which.
+/// `rs_stat_read`: one of the Send path's leak counters for the C shim's
+/// read-only module parameters: `which` 0 is live send ctxts, 1 reply pages
+/// held, 2 payload SGEs mapped; -1 for any other `which`.
 #[no_mangle]
 pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
     use crate::stats::{CTXTS_LIVE, PAGES_HELD, SGES_MAPPED};

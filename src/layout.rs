@@ -6,9 +6,7 @@
 //! in the C shim, and must agree, or the Rust Send path would read and write
 //! the shared `svc_rdma_send_ctxt`/`svcxprt_rdma` at the wrong places.
 
-use kernel::prelude::kunit_tests;
-
-#[kunit_tests(rpcrdma_rs_layout)]
+#[kernel::prelude::kunit_tests(rpcrdma_rs_layout)]
 mod tests {
     use crate::sys;
     use core::mem::{offset_of, size_of};

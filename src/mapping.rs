@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Building the Send SGL: `svc_rdma_map_reply_msg` and its helpers
 //! `page_dma_map`, `iov_dma_map`, `xb_dma_map`, `xb_count_sges`,
@@ -388,6 +390,7 @@ pub(crate) unsafe fn map_reply_msg(
     }
 }
 
+#[cfg(rpcrdma_kunit)]
 #[kernel::prelude::kunit_tests(rpcrdma_rs_pullup)]
 mod tests {
     //! The region actors on a real `xdr_buf`: head, page data starting at

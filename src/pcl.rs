@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements the static inlines of include/linux/sunrpc/svc_rdma_pcl.h
+// (Linux 7.3, GPL-2.0); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Walking parsed chunk lists (`struct svc_rdma_pcl`, built by the Receive
 //! path): the static inlines of `svc_rdma_pcl.h`, and views of a chunk's

@@ -4,7 +4,7 @@
 //! `proto/vectors.rs`, run inside the kernel (the host tests run the same
 //! vectors with `cargo test`).
 
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rpcrdma_kunit)]
 #[path = "proto/vectors.rs"]
 mod vectors;
 

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Building and sending replies: `svc_rdma_sendto`, `send_reply_msg`,
 //! `save_io_pages`, `send_error_msg` and `result_payload` of the C file.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suite `rpcrdma_rs_reply`: the `svc_rdma_result_payload` state
-//! machine (sendto-map V10) on a receive ctxt with a real chunk list, and
+//! machine (vector V10) on a receive ctxt with a real chunk list, and
 //! `save_io_pages` failing closed.
 
 use kernel::prelude::kunit_tests;
@@ -183,7 +183,10 @@ mod tests {
         fn drop(&mut self) {
             // Undo the held-pages count of a successful move: the pages are
             // fake and never put.
-            crate::stats::add(&crate::stats::PAGES_HELD, 0i64.saturating_sub(self.count().into()));
+            crate::stats::add(
+                &crate::stats::PAGES_HELD,
+                0i64.saturating_sub(self.count().into()),
+            );
             // SAFETY: allocated in `new` (kfree takes null).
             unsafe {
                 sys::kfree(self.rqstp.cast());

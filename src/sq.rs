@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Send Queue accounting, posting and the Send completion:
 //! `svc_rdma_wake_send_waiters`, `svc_rdma_sq_wait`, `svc_rdma_post_send`,
 //! `svc_rdma_post_send_err` and `svc_rdma_wc_send` of the C file.
 //!
-//! Pinning: a posted chain's Send completion ([`wc_send`]) uses the
+//! Transport lifetime: a posted chain's Send completion ([`wc_send`]) uses the
 //! transport after `svc_rdma_sendto` has returned. Linux 7.3 takes no
 //! reference for it; the transport stays alive because `svc_rdma_free`
 //! calls `ib_drain_qp` before it tears anything down, and `ib_drain_qp`
@@ -14,6 +16,7 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::ctxt::{self, SendCtxt};
+use crate::fault::PostFn;
 use crate::sys;
 use crate::xprt::Rdma;
 use core::ptr::addr_of;
@@ -68,7 +71,7 @@ pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
 
 /// A delay point for the KUnit suite at the end of a failed reservation,
 /// where a competing thread must find the counter as it was.
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rpcrdma_kunit)]
 pub(crate) mod test_hook {
     use crate::xprt::Rdma;
     use kernel::sync::atomic::{Atomic, Relaxed};
@@ -96,7 +99,7 @@ pub(crate) mod test_hook {
     }
 }
 
-#[cfg(not(CONFIG_KUNIT = "y"))]
+#[cfg(not(rpcrdma_kunit))]
 mod test_hook {
     #[inline(always)]
     pub(super) fn failed_reservation(_rdma: &super::Rdma, _n: i32) {}
@@ -271,9 +274,9 @@ unsafe fn chain_len(mut wr: *const sys::ib_send_wr) -> i32 {
 /// anywhere the Send was not posted and will never complete, while the
 /// posted Writes may still be using the ctxt's DMA mappings. The
 /// connection is closed, the unposted WRs' entries are returned now, and
-/// the ctxt is parked on the transport's orphan list, which
-/// [`crate::ctxt::send_ctxts_destroy`] releases after `ib_drain_qp` has
-/// flushed the posted Writes. Returns 0, as C does: the reply is gone with
+/// the ctxt is parked on the module's orphan list (see
+/// [`crate::ctxt::orphan_add`]), from which `svc_rdma_free` releases it
+/// once `ib_drain_qp` has flushed the posted Writes. Returns 0, as C does: the reply is gone with
 /// the connection.
 pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendCtxt)> {
     let p = ctxt.as_ptr();
@@ -307,13 +310,6 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
     post_chain(rdma, ctxt, crate::fault::post_fn())
 }
 
-/// The signature of `ib_post_send`.
-pub(crate) type PostFn = unsafe extern "C" fn(
-    *mut sys::ib_qp,
-    *const sys::ib_send_wr,
-    *mut *const sys::ib_send_wr,
-) -> i32;
-
 /// The posting half of [`post_send`], with its SQ entries reserved:
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
 pub(crate) fn post_chain(
@@ -322,8 +318,11 @@ pub(crate) fn post_chain(
     post: PostFn,
 ) -> Result<(), (Error, SendCtxt)> {
     let p = ctxt.as_ptr();
-    // SAFETY: we own the ctxt.
+    // SAFETY: we own the ctxt. Its Send WR's `wr_cqe` is `sc_cqe` (set at
+    // allocation); the handler is set here, where the ctxt goes to the
+    // device, so that the pool (`ctxt.rs`) need not know this module.
     let (first_wr, cid, sqecount) = unsafe {
+        (*p).sc_cqe.done = Some(wc_send);
         (
             (*p).sc_wr_chain.cast_const(),
             addr_of!((*p).sc_cid).read(),

@@ -8,23 +8,41 @@
 //! call, and shares their structures (`svc_rdma_send_ctxt`, `svcxprt_rdma`)
 //! through bindings generated for the target kernel's configuration.
 //!
+//! # Origin and licence
+//!
+//! This crate reimplements `net/sunrpc/xprtrdma/svc_rdma_sendto.c` of
+//! Linux 7.3, which is `GPL-2.0 OR BSD-3-Clause`, Copyright (c) 2016-2018
+//! Oracle, (c) 2014 Open Grid Computing, Inc., (c) 2005-2006 Network
+//! Appliance, Inc. (and, in `pcl.rs`, the inlines of
+//! `include/linux/sunrpc/svc_rdma_pcl.h`, `GPL-2.0`, (c) 2020 Oracle). It
+//! was written for this project following that file's logic function by
+//! function, with its own code and documentation; the files that
+//! reimplement a part of it say so under their SPDX line. The crate is
+//! distributed under `GPL-2.0`, one of the original's two licences, as is
+//! the rest of `rpcrdma.ko`. Where it deliberately differs from the C
+//! file, `Documentation/design.rst` lists it.
+//!
 //! Layout: [`sys`] is the unsafe FFI edge (generated bindings and the C shim);
 //! [`proto`] is safe, kernel-independent code (RPC-over-RDMA encoding and Send
 //! planning) that the host tests compile too.
 
 mod ctxt;
 pub mod exports;
-#[cfg(CONFIG_KUNIT = "y")]
+#[cfg(rpcrdma_kunit)]
 mod fakes;
 mod fault;
+#[cfg(rpcrdma_kunit)]
 mod layout;
 mod mapping;
 mod pcl;
 pub(crate) mod proto;
+#[cfg(rpcrdma_kunit)]
 mod proto_kunit;
 mod reply;
+#[cfg(rpcrdma_kunit)]
 mod reply_kunit;
 mod sq;
+#[cfg(rpcrdma_kunit)]
 mod sq_kunit;
 mod stats;
 mod sys;

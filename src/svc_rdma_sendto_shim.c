@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C shim of the Rust Send path, see svc_rdma_sendto_shim.h.
+ * C shim of the Rust Send path, see svc_rdma_sendto_shim.h. Part of the
+ * reimplementation of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+ * GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
  */
 #include <linux/moduleparam.h>
 #include <linux/stddef.h>

@@ -7,7 +7,7 @@
 //! `svc_rdma_sendto` is called with the transport referenced by the nfsd
 //! thread, and `svc_rdma_wc_send` runs from the transport's own Send CQ,
 //! which `svc_rdma_free` drains (`ib_drain_qp`) before it frees anything.
-//! That drain is the pinning rule of the Send path: while a Send may still
+//! That drain is the transport lifetime rule of the Send path: while a Send may still
 //! complete, the transport exists. See `sq.rs` for where it matters.
 
 use crate::sys;

@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Transport header encoders of `svc_rdma_sendto.c`, by the same names.
 //!

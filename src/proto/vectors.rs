@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Byte-level test vectors V1-V9 of the header encoders (sendto-map §3.3),
-//! written once and run twice: by the KUnit suite `rpcrdma_rs_proto` in the
-//! module and by `cargo test` on the host. Each case returns `Err` naming
-//! the first check that failed.
+//! Byte-level test vectors of the header encoders (V1-V9), the pull-up copy
+//! (V11) and the RDMA_ERROR identifiers (V12), written once and run twice:
+//! by the KUnit suite `rpcrdma_rs_proto` in the module and by `cargo test`
+//! on the host. Each case returns `Err` naming the first check that failed.
+//! (V10, `svc_rdma_result_payload`, needs a receive ctxt: it is the KUnit
+//! suite `rpcrdma_rs_reply`.)
 
 // Paths from the crate root: the kernel crate and the host crate both
 // mount the core at `crate::proto` and this file beside it.

@@ -27,7 +27,7 @@ impl<'a> XdrWriter<'a> {
 
     /// The bytes written so far (for the test vectors: the Send path itself
     /// hands the buffer to the device by length).
-    #[cfg(any(test, CONFIG_KUNIT = "y"))]
+    #[cfg(any(test, rpcrdma_kunit))]
     pub(crate) fn written(&self) -> &[u8] {
         self.buf.get(..self.len).unwrap_or(&[])
     }
@@ -42,7 +42,7 @@ impl<'a> XdrWriter<'a> {
 
     /// Appends bytes. (The pull-up copies from raw sources through
     /// [`Self::reserve`]; this is for the vectors.)
-    #[cfg(any(test, CONFIG_KUNIT = "y"))]
+    #[cfg(any(test, rpcrdma_kunit))]
     pub(crate) fn append(&mut self, src: &[u8]) -> Result<(), Error> {
         self.reserve(src.len())?.copy_from_slice(src);
         Ok(())

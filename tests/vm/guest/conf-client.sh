@@ -47,7 +47,8 @@ phase() {
 	echo 3 >/proc/sys/vm/drop_caches
 	PHASE=$1
 	ctl begin "$PHASE" >/dev/null || fail "$PHASE: the server did not start the phase"
-	(sleep 90 && stall_dump "$PHASE") &
+	# Not on our stdout: guest-init's tee would wait for the sleep to end.
+	(sleep 90 && stall_dump "$PHASE") >/dev/null 2>&1 &
 	WATCHDOG=$!
 }
 endphase() {
@@ -73,7 +74,11 @@ wait_mount() { # VERS DIR [OPTS]
 	done
 }
 
-for vers in 3 4.1 4.2; do
+# On the second fabric (soft-iWARP) v4.1 is left out: its replies take the
+# same Send-path branches as v4.2's, and make check has a time budget.
+versions="3 4.1 4.2"
+[ "$FABRIC" = rxe ] || versions="3 4.2"
+for vers in $versions; do
 	tag=$(echo $vers | tr -d .)
 	d=/mnt/v$tag
 	wait_mount $vers $d || continue

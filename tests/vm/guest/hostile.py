@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """A hostile RPC-over-RDMA client (pyverbs, rdma_cm): sends malformed and
 adversarial Calls to the NFS server's RDMA port and asserts what the server
-does with each, per RFC 8166 and the 7.3 server's rules (see
-../shared/docs/sendto-map.md, section 3.2):
+does with each, per RFC 8166 and the 7.3 server's rules:
 
   reply       an RDMA_MSG or RDMA_NOMSG reply with the Call's XID
   err_vers    RDMA_ERROR / ERR_VERS, versions 1..1
