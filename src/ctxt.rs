@@ -281,7 +281,8 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
         sys::svc_rdma_write_chunk_release(rdma.as_ptr(), ctxt);
         sys::svc_rdma_reply_chunk_release(rdma.as_ptr(), ctxt);
     }
-    // SAFETY: per the caller.
+    // SAFETY: nothing of the ctxt is in flight and the caller owns it
+    // (`# Safety`), so its SGE array is ours.
     let (num_sge, sges) = unsafe { ((*ctxt).sc_send_wr.num_sge, sges(rdma, ctxt)) };
     // `num_sge` counts only SGEs that were mapped; never trust it past the
     // array.
@@ -304,7 +305,9 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
 ///
 /// As for [`send_ctxt_unmap`]; the caller does not use `ctxt` afterwards.
 unsafe fn send_ctxt_release(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
-    // SAFETY: per the caller.
+    // SAFETY: nothing of the ctxt is in flight and the caller gives it up
+    // (`# Safety`): its mappings and pages can go, then the ctxt itself
+    // back to the pool.
     unsafe {
         send_ctxt_unmap(rdma, ctxt);
         if (*ctxt).sc_page_count > 0 {

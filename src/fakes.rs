@@ -107,7 +107,7 @@ impl Drop for FakeRdma {
         for list in [
             // SAFETY: fields of our transport.
             unsafe { addr_of_mut!((*self.raw()).sc_send_ctxts) },
-            // SAFETY: as above.
+            // SAFETY: a field of our live stand-in transport.
             unsafe { addr_of_mut!((*self.raw()).sc_send_release_list) },
         ] {
             // SAFETY: the test is over: nobody else uses these lists.

@@ -34,7 +34,8 @@ const PAGE_SIZE_U32: u32 = PAGE_SIZE as u32;
 ///
 /// `xdr` is a valid `xdr_buf`.
 unsafe fn shape(xdr: *const sys::xdr_buf) -> XdrShape {
-    // SAFETY: per the caller.
+    // SAFETY: `xdr` is a valid `xdr_buf` (`# Safety`); only its lengths are
+    // read.
     unsafe {
         XdrShape {
             head_len: (*xdr).head[0].iov_len as u32,
@@ -54,7 +55,7 @@ unsafe fn for_each_fragment(
     xdr: *const sys::xdr_buf,
     mut f: impl FnMut(*mut sys::page, u32, u32) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    // SAFETY: per the caller.
+    // SAFETY: `xdr` is a valid `xdr_buf` (`# Safety`).
     let (pages, base, len) = unsafe { ((*xdr).pages, (*xdr).page_base, (*xdr).page_len) };
     for (index, offset, flen) in pullup::page_fragments(base, len, PAGE_SIZE_U32) {
         // SAFETY: the page array covers `page_base + page_len`.
@@ -85,7 +86,8 @@ fn page_dma_map(
         (*ctxt).sc_cur_sge_no = (*ctxt).sc_cur_sge_no.checked_add(1).ok_or(EIO)?;
         (*ctxt).sc_cur_sge_no
     };
-    // SAFETY: as above.
+    // SAFETY: the ctxt is owned by this thread, so its SGE array is ours to
+    // change.
     let sges = unsafe { ctxt::sges(rdma, ctxt) };
     let sge = usize::try_from(sge_no)
         .ok()
@@ -108,16 +110,16 @@ fn page_dma_map(
         // As if the mapping had failed: undo it, then take the error path.
         // SAFETY: `addr` was just mapped for `len` bytes.
         unsafe { sys::rs_ib_dma_unmap_page(rdma.device(), addr, len as usize) };
-        // SAFETY: as above.
+        // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
         unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
         return Err(EIO);
     }
     if rc != 0 {
-        // SAFETY: as above.
+        // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
         unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
         return Err(EIO);
     }
-    // SAFETY: as above.
+    // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
     unsafe { sys::rs_trace_dma_map_page(cid, addr, len) };
     sge.addr = addr;
     sge.length = len;
@@ -161,7 +163,8 @@ unsafe extern "C" fn xb_dma_map(xdr: *const sys::xdr_buf, data: *mut c_void) -> 
             .and_then(|()| iov_dma_map(md, &(*xdr).tail[0]))
     };
     match r {
-        // SAFETY: as above.
+        // SAFETY: `xdr` is the region this actor was called with, valid
+        // for the call.
         Ok(()) => unsafe { (*xdr).len as c_int },
         Err(e) => e.to_errno(),
     }
@@ -218,7 +221,8 @@ unsafe extern "C" fn xb_linearize(xdr: *const sys::xdr_buf, data: *mut c_void) -
     };
     match r {
         Ok(()) => {
-            // SAFETY: as above.
+            // SAFETY: `xdr` is the region this actor was called with, valid
+            // for the call.
             pd.length = pd.length.saturating_add(unsafe { (*xdr).len });
             0
         }
@@ -289,7 +293,8 @@ unsafe fn check_pull_up(
         num_sges: 1,
         dest: None,
     };
-    // SAFETY: per the caller.
+    // SAFETY: `write_pcl` and `xdr` are the Call's Write list and the reply
+    // (`# Safety`); `xb_count_sges` takes a `PullupData`, which `pd` is.
     if unsafe { process_nonpayloads(write_pcl, xdr, xb_count_sges, &mut pd) } < 0 {
         // Let the mapping path report the problem.
         return Ok(Inline::Map);
@@ -328,7 +333,8 @@ unsafe fn pull_up_reply_msg(
         num_sges: 0,
         dest: dest.map(Linearizer::new),
     };
-    // SAFETY: per the caller.
+    // SAFETY: `write_pcl` and `xdr` are the Call's Write list and the reply
+    // (`# Safety`); `xb_linearize` takes a `PullupData`, which `pd` is.
     let ret = unsafe { process_nonpayloads(write_pcl, xdr, xb_linearize, &mut pd) };
     if ret < 0 {
         return ret;
@@ -364,7 +370,8 @@ pub(crate) unsafe fn map_reply_msg(
     xdr: *const sys::xdr_buf,
 ) -> c_int {
     // The persistently mapped header SGE.
-    // SAFETY: per the caller.
+    // SAFETY: the caller owns `sctxt`, whose SGE 0 is its header buffer's
+    // mapping.
     unsafe {
         (*sctxt).sc_send_wr.num_sge = 1;
         let hdrlen = (*sctxt).sc_hdrbuf.len;
@@ -373,18 +380,19 @@ pub(crate) unsafe fn map_reply_msg(
         }
     }
     // With a Reply chunk nothing follows the header in the Send.
-    // SAFETY: per the caller.
+    // SAFETY: `reply_pcl` is the Call's parsed Reply chunk list.
     if !unsafe { crate::pcl::pcl_is_empty(reply_pcl) } {
         return 0;
     }
-    // SAFETY: per the caller.
+    // SAFETY: our ctxt, the Call's Write list and the reply (`# Safety`).
     match unsafe { check_pull_up(rdma, sctxt, write_pcl, xdr) } {
         Err(e) => e.to_errno(),
-        // SAFETY: per the caller.
+        // SAFETY: the same ctxt, list and reply.
         Ok(Inline::PullUp) => unsafe { pull_up_reply_msg(rdma, sctxt, write_pcl, xdr) },
         Ok(Inline::Map) => {
             let mut md = MapData { rdma, ctxt: sctxt };
-            // SAFETY: per the caller.
+            // SAFETY: the Write list and the reply; `xb_dma_map` takes a
+            // `MapData`, which `md` is.
             unsafe { process_nonpayloads(write_pcl, xdr, xb_dma_map, &mut md) }
         }
     }
@@ -515,7 +523,8 @@ mod tests {
             num_sges: 0,
             dest: Some(Linearizer::new(&mut dest)),
         };
-        // SAFETY: as above.
+        // SAFETY: a complete `xdr_buf` of the test's own pages, and its
+        // `PullupData`.
         let rc = unsafe { xb_linearize(&r.xdr, Reply::data(&mut pd)) };
         assert_eq!(rc, 0);
         assert_eq!(pd.length as usize, total);
@@ -543,7 +552,8 @@ mod tests {
             num_sges: 0,
             dest: Some(Linearizer::new(&mut dest)),
         };
-        // SAFETY: as above.
+        // SAFETY: a complete `xdr_buf` of the test's own pages, and its
+        // `PullupData`.
         let rc = unsafe { xb_linearize(&r.xdr, Reply::data(&mut pd)) };
         assert_eq!(rc, EMSGSIZE.to_errno());
         assert_eq!(pd.length, 0);

@@ -27,7 +27,7 @@ const _: () = {
 ///
 /// `pcl` is a valid, initialised chunk list.
 pub(crate) unsafe fn pcl_is_empty(pcl: *const sys::svc_rdma_pcl) -> bool {
-    // SAFETY: per the caller.
+    // SAFETY: `pcl` is an initialised list (`# Safety`): its head is valid.
     unsafe { (*pcl).cl_chunks.next.cast_const() == addr_of!((*pcl).cl_chunks) }
 }
 
@@ -37,7 +37,8 @@ pub(crate) unsafe fn pcl_is_empty(pcl: *const sys::svc_rdma_pcl) -> bool {
 ///
 /// As for [`pcl_is_empty`].
 pub(crate) unsafe fn pcl_first_chunk(pcl: *const sys::svc_rdma_pcl) -> *mut sys::svc_rdma_chunk {
-    // SAFETY: per the caller.
+    // SAFETY: an initialised list (`# Safety`); a non-empty one's first
+    // entry is the `ch_list` of a chunk.
     unsafe {
         if pcl_is_empty(pcl) {
             return null_mut();
@@ -55,7 +56,8 @@ pub(crate) unsafe fn pcl_next_chunk(
     pcl: *const sys::svc_rdma_pcl,
     chunk: *mut sys::svc_rdma_chunk,
 ) -> *mut sys::svc_rdma_chunk {
-    // SAFETY: per the caller.
+    // SAFETY: `chunk` is on the unchanging list `pcl` (`# Safety`), so its
+    // successor is the head or another chunk's `ch_list`.
     unsafe {
         let next = (*chunk).ch_list.next;
         if next.cast_const() == addr_of!((*pcl).cl_chunks) {
@@ -89,7 +91,7 @@ pub(crate) unsafe fn segments<'a>(chunk: *const sys::svc_rdma_chunk) -> &'a [Seg
 pub(crate) unsafe fn write_chunks<'a>(
     pcl: *const sys::svc_rdma_pcl,
 ) -> impl Iterator<Item = WriteChunk<'a>> + 'a {
-    // SAFETY: per the caller.
+    // SAFETY: `pcl` is a valid list, unchanged for `'a` (`# Safety`).
     let mut chunk = unsafe { pcl_first_chunk(pcl) };
     core::iter::from_fn(move || {
         if chunk.is_null() {

@@ -40,7 +40,8 @@ fn errno(e: proto::Error) -> Error {
 ///
 /// The caller owns `ctxt`; the buffer holds `max_req_size` bytes.
 unsafe fn header_buf<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a mut [u8] {
-    // SAFETY: per the caller.
+    // SAFETY: `sc_xprt_buf` is `max_req_size` bytes, allocated with the
+    // ctxt, and the caller owns the ctxt, so nobody else touches the buffer.
     unsafe {
         core::slice::from_raw_parts_mut((*ctxt).sc_xprt_buf.cast::<u8>(), rdma.max_req_size())
     }
@@ -53,7 +54,8 @@ unsafe fn header_buf<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a
 ///
 /// The caller owns `ctxt`; `len` is within its header buffer.
 unsafe fn commit_header(ctxt: *mut sys::svc_rdma_send_ctxt, len: usize) {
-    // SAFETY: per the caller.
+    // SAFETY: the caller owns the ctxt, and `len` is within its buffer, so
+    // the stream pointer stays inside it.
     unsafe {
         (*ctxt).sc_hdrbuf.head[0].iov_len = len;
         (*ctxt).sc_hdrbuf.len = len as u32;
@@ -95,7 +97,7 @@ pub(crate) unsafe fn result_payload(
     offset: u32,
     length: u32,
 ) -> Result<(), Error> {
-    // SAFETY: per the caller.
+    // SAFETY: `rctxt` is the Call's receive ctxt, owned by this thread.
     let chunk = unsafe { (*rctxt).rc_cur_result_payload };
     if length == 0 || chunk.is_null() {
         return Ok(());
@@ -172,7 +174,7 @@ pub(crate) unsafe fn send_error_msg(
     status: i32,
 ) {
     let p = sctxt.as_ptr();
-    // SAFETY: per the caller.
+    // SAFETY: `rctxt` is a received Call (`# Safety`).
     let Some((xid, vers)) = (unsafe { call_xid_vers(rctxt) }) else {
         // Nothing to answer to; dropping `sctxt` puts it back.
         return;
@@ -282,7 +284,7 @@ unsafe fn encode_reply_header(
             addr_of_mut!((*rctxt).rc_reply_pcl),
         )
     };
-    // SAFETY: as above.
+    // SAFETY: `reply_pcl` is the Call's parsed Reply chunk list.
     let reply_chunk = unsafe { pcl::pcl_first_chunk(reply_pcl) };
     let proc_ = if reply_chunk.is_null() {
         Proc::Msg
@@ -339,7 +341,8 @@ unsafe fn encode_reply_header(
 /// `rqstp` is an nfsd thread's request on an RDMA transport, with
 /// `rq_xprt_ctxt` the Call's receive ctxt.
 pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
-    // SAFETY: per the caller: the transport is referenced by the request.
+    // SAFETY: the request references its transport for the whole call
+    // (`# Safety`), so the container lives at least as long as `rdma`.
     let rdma = unsafe {
         Rdma::from_raw(kernel::container_of!(
             (*rqstp).rq_xprt,
@@ -347,7 +350,7 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
             sc_xprt
         ))
     };
-    // SAFETY: per the caller.
+    // SAFETY: `rqstp` is a live request (`# Safety`).
     let rctxt = unsafe { (*rqstp).rq_xprt_ctxt }.cast::<sys::svc_rdma_recv_ctxt>();
 
     // SAFETY: the transport is live.
@@ -371,7 +374,8 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
     let mut rc_size = 0u32;
     // SAFETY: the Call's Reply chunk list.
     if !unsafe { pcl::pcl_is_empty(addr_of_mut!((*rctxt).rc_reply_pcl)) } {
-        // SAFETY: as above.
+        // SAFETY: the Call's chunk lists and the reply, which this thread
+        // owns while answering, and our ctxt, whose WR chain it extends.
         let ret = unsafe {
             sys::svc_rdma_prepare_reply_chunk(
                 rdma.as_ptr(),
@@ -382,7 +386,8 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
             )
         };
         if ret < 0 {
-            // SAFETY: as above.
+            // SAFETY: `rqstp` and `rctxt` are the request and Call being
+            // answered (`# Safety`).
             return unsafe { send_err(rdma, rqstp, rctxt, sctxt, Error::from_errno(ret)) };
         }
         // Different from C on purpose: 7.3 does not check the chain's size
@@ -394,7 +399,8 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
         // SAFETY: our ctxt.
         let sqecount = unsafe { (*p).sc_sqecount };
         if u32::try_from(sqecount).map_or(true, |n| n > rdma.sq_depth()) {
-            // SAFETY: as above.
+            // SAFETY: `rqstp` and `rctxt` are the request and Call being
+            // answered (`# Safety`).
             return unsafe { send_err(rdma, rqstp, rctxt, sctxt, EINVAL) };
         }
         // SAFETY: the Call's Write list, unchanged while answering.
@@ -407,14 +413,14 @@ pub(crate) unsafe fn sendto(rqstp: *mut sys::svc_rqst) -> i32 {
         };
         rc_size = n;
     }
-    // SAFETY: as above.
+    // SAFETY: `rctxt` is the Call being answered; we own the ctxt `p`.
     if let Err(e) = unsafe { encode_reply_header(rdma, p, rctxt, rc_size) } {
         return put_ctxt(rdma, rqstp, sctxt, e);
     }
-    // SAFETY: as above.
+    // SAFETY: `rctxt` and `rqstp` are the Call and request being answered.
     match unsafe { send_reply_msg(rdma, sctxt, rctxt, rqstp) } {
         Ok(()) => 0,
-        // SAFETY: as above.
+        // SAFETY: the same request and Call, the ctxt handed back.
         Err((e, sctxt)) => unsafe { send_err(rdma, rqstp, rctxt, sctxt, e) },
     }
 }
@@ -436,7 +442,7 @@ unsafe fn send_err(
         return put_ctxt(rdma, rqstp, sctxt, e);
     }
     // The pages the prepared Writes map stay until the ctxt is released.
-    // SAFETY: per the caller.
+    // SAFETY: `rqstp` is the request being answered and we own `sctxt`.
     if let Err(e) = unsafe { save_io_pages(rqstp, sctxt.as_ptr()) } {
         return put_ctxt(rdma, rqstp, sctxt, e);
     }

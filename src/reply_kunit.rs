@@ -29,7 +29,7 @@ mod tests {
                 .cast::<sys::svc_rdma_recv_ctxt>();
             let mut chunks = [null_mut::<sys::svc_rdma_chunk>(); 2];
             for c in &mut chunks {
-                // SAFETY: as above.
+                // SAFETY: a plain zeroed allocation, on any node.
                 *c = unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_chunk>(), -1) }.cast();
             }
             let call = Self { rctxt, chunks };
@@ -148,7 +148,7 @@ mod tests {
                     // SAFETY: plain allocations.
                     rqstp: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rqst>(), -1) }.cast(),
                     respages: [null_mut(); 8],
-                    // SAFETY: as above.
+                    // SAFETY: a plain zeroed allocation, on any node.
                     ctxt: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_send_ctxt>(), -1) }
                         .cast(),
                     slots: [null_mut(); 8],
@@ -205,7 +205,7 @@ mod tests {
         assert_eq!(&p.slots[..3], &want[..]);
         assert!(p.respages.iter().all(|page| page.is_null()));
         // A second move would take the NULL slots: refused, nothing changes.
-        // SAFETY: as above.
+        // SAFETY: the test's own request and ctxt, used by no one else.
         assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Err(EIO));
         assert_eq!(p.count(), 3);
         assert_eq!(&p.slots[..3], &want[..]);

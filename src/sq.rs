@@ -31,7 +31,7 @@ pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
     rdma.sq_avail().fetch_add(avail, Full);
     // SAFETY: the wait queue of a live transport.
     if unsafe { sys::rs_waitqueue_active(rdma.send_wait()) } {
-        // SAFETY: as above.
+        // SAFETY: the same wait queue of the live transport.
         unsafe { sys::rs_wake_up(rdma.send_wait()) };
     }
 }
@@ -211,8 +211,9 @@ pub(crate) fn post_send_err(
 /// transport's Send CQ (`cq_context` is the transport; the WC's `wr_cqe` is
 /// the `sc_cqe` of a posted send ctxt).
 pub(crate) unsafe extern "C" fn wc_send(cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: per the contract; the transport outlives its completions
-    // because svc_rdma_free drains the QP first (module docs).
+    // SAFETY: a Send CQ's context is its transport (`# Safety`), which
+    // outlives its completions because svc_rdma_free drains the QP first
+    // (module docs).
     let rdma = unsafe { Rdma::from_raw(sys::rs_cq_context(cq).cast()) };
     // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt, whose ownership
     // the completion now takes.
@@ -256,7 +257,7 @@ unsafe fn chain_len(mut wr: *const sys::ib_send_wr) -> i32 {
     let mut n = 0i32;
     while !wr.is_null() {
         n = n.saturating_add(1);
-        // SAFETY: per the caller.
+        // SAFETY: `wr` is a non-null WR of a valid chain (`# Safety`).
         wr = unsafe { (*wr).next };
     }
     n

@@ -386,7 +386,7 @@ mod tests {
         unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 1 };
         // SAFETY: a live stand-in transport, process context.
         unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: as above.
+        // SAFETY: the free list of our stand-in, which only this thread uses.
         unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
         // No reference left but not deleted (XPT_DEAD unset): not
         // svc_rdma_free, nothing released.
@@ -406,9 +406,10 @@ mod tests {
                 addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
             )
         };
-        // SAFETY: as above.
+        // SAFETY: a live stand-in transport, process context.
         unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: as above.
+        // SAFETY: the free list of our stand-in and the ctxt it now holds;
+        // only this thread uses them.
         unsafe {
             let first = (*f.raw()).sc_send_ctxts.first;
             assert!(first == addr_of_mut!((*p).sc_node));
