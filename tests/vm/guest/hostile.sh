@@ -80,7 +80,10 @@ set -e
 umount /mnt/good
 rpc.nfsd 0
 expect_no_leaks "hostile $flavour"
-if rmmod rpcrdma; then
+# The last transports release the module only as they are freed, after
+# nfsd stopped: up to 30 tries a second apart.
+if unload_rpcrdma 30; then
+	result unload_tries "$UNLOAD_WAIT"
 	pass "hostile $flavour: rpcrdma unloads after the hostile run"
 else
 	fail "hostile $flavour: rpcrdma does not unload"
