@@ -56,27 +56,23 @@ else
 fi
 
 if [ "${LINT_NO_CLIPPY:-0}" != 1 ]; then
-	log=$LOGS/module-rust-clippy.log
-	# Force the crate to be compiled again, or an unchanged tree says nothing.
-	rm -f "$CACHE"/modbuild/rust-clippy-*/src/svc_rdma_sendto_rs.o
-	if MODULE_MAKE_ARGS="CLIPPY=1" bash scripts/build-module.sh rust rust-clippy >/dev/null 2>&1 &&
-		! grep -qE '^(warning|error)' "$log"; then
-		pass "clippy: the rust flavour builds with CLIPPY=1 and no warning"
-	else
-		grep -E '^(warning|error)' -A4 "$log" | head -n 30
-		fail "clippy warnings ($log)"
-	fi
-
-	log=$LOGS/module-rust-nokunit.log
-	rm -f "$CACHE"/modbuild/rust-nokunit-*/src/svc_rdma_sendto_rs.o
+	# clippy_build NAME ARGS WHAT: a CLIPPY=1 build of the rust flavour with
+	# MODULE_MAKE_ARGS ARGS, as build/NAME, with no warning.
+	clippy_build() {
+		local log=$LOGS/module-$1.log
+		# Force the crate to be compiled again, or an unchanged tree says nothing.
+		rm -f "$CACHE"/modbuild/"$1"-*/src/svc_rdma_sendto_rs.o
+		if MODULE_MAKE_ARGS="CLIPPY=1 $2" bash scripts/build-module.sh rust "$1" >/dev/null 2>&1 &&
+			! grep -qE '^(warning|error)' "$log"; then
+			pass "clippy: $3 builds with CLIPPY=1 and no warning"
+		else
+			grep -E '^(warning|error)' -A4 "$log" | head -n 30
+			fail "clippy: $3: warnings or errors ($log)"
+		fi
+	}
+	clippy_build rust-clippy "" "the rust flavour"
+	clippy_build rust-nokunit "RPCRDMA_RS_KUNIT=n" "the rust flavour without its KUnit suites"
 	kdir=${KDIR:-$(kernel_build)}
-	if MODULE_MAKE_ARGS="CLIPPY=1 RPCRDMA_RS_KUNIT=n" bash scripts/build-module.sh rust rust-nokunit >/dev/null 2>&1 &&
-		! grep -qE '^(warning|error)' "$log"; then
-		pass "clippy: the rust flavour without its KUnit suites builds with no warning"
-	else
-		grep -E '^(warning|error)' -A4 "$log" | head -n 30
-		fail "the rust flavour without KUnit suites: warnings or errors ($log)"
-	fi
 	ko=$TOP/build/rust-nokunit/rpcrdma.ko
 	panics=$(nm -u "$ko" 2>/dev/null | grep -c 'panicking' || true)
 	suites=$(nm "$ko" 2>/dev/null | grep -c 'kunit_rust_wrapper' || true)

@@ -102,6 +102,17 @@ mod tests {
         c_algorithm: bool,
     }
 
+    impl Waiter {
+        fn new(f: &FakeRdma, c_algorithm: bool) -> Result<Arc<Self>> {
+            let w = Self {
+                rdma: f.raw(),
+                state: Atomic::new(0),
+                c_algorithm,
+            };
+            Ok(Arc::new(w, GFP_KERNEL)?)
+        }
+    }
+
     // SAFETY: B uses the transport only through its atomics and wait
     // queues, which are shared with other threads by design, and the test
     // keeps the transport alive until B has reported `state`.
@@ -173,14 +184,7 @@ mod tests {
     fn lost_wakeup_scenario(c_algorithm: bool) -> Result<bool> {
         let f = FakeRdma::new(3, 4).ok_or(ENOMEM)?;
         let r = f.rdma();
-        let w = Arc::new(
-            Waiter {
-                rdma: f.raw(),
-                state: Atomic::new(0),
-                c_algorithm,
-            },
-            GFP_KERNEL,
-        )?;
+        let w = Waiter::new(&f, c_algorithm)?;
         let b = w.clone();
         workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
             let ok = wait_for(&b, 4);
@@ -193,14 +197,7 @@ mod tests {
         });
         let mut result = Err(ETIMEDOUT);
         if asleep {
-            let a = Arc::new(
-                Waiter {
-                    rdma: f.raw(),
-                    state: Atomic::new(0),
-                    c_algorithm,
-                },
-                GFP_KERNEL,
-            )?;
+            let a = Waiter::new(&f, c_algorithm)?;
             if c_algorithm {
                 // A, first half: C's atomic_sub_return(6) < 0.
                 r.sq_avail().fetch_sub(6, Full);
