@@ -17,11 +17,146 @@
 //! its DMA mappings and pages and returns it to the free list
 //! `sc_send_ctxts` → `destroy` frees it when the transport goes away.
 //! `sc_node` links it into one of the two lists at a time, never both.
+//!
+//! Each ctxt also carries a [`Ledger`] after its SGE array (the C struct
+//! has no room for it): where the ctxt is in that life, and its link on a
+//! module-wide list of all send ctxts. It lets `put` refuse a second put of
+//! the same ctxt, which would corrupt the lists, and lets the transport's
+//! teardown find ctxts that never came back: one whose Send was posted but
+//! whose completion never came (the provider lost it) is reclaimed once
+//! `ib_drain_qp` guarantees nothing of it is in flight, where C leaks it.
 
 use crate::sys;
 use crate::xprt::Rdma;
-use core::mem::{size_of, ManuallyDrop};
-use core::ptr::{addr_of_mut, null_mut, NonNull};
+use core::mem::{align_of, size_of, ManuallyDrop};
+use core::ptr::{addr_of, addr_of_mut, null_mut, NonNull};
+use kernel::sync::atomic::{Atomic, AtomicType, Relaxed};
+use kernel::types::Opaque;
+
+/// Where a send ctxt is in its life (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(i32)]
+pub(crate) enum CtxtState {
+    /// Held by one thread ([`SendCtxt`], or lent to C). Zero, so that a
+    /// zeroed allocation starts owned by its allocator.
+    Owned = 0,
+    /// On the transport's free list.
+    Free = 1,
+    /// Its WR chain was posted: the Send completion owns it.
+    Posted = 2,
+    /// Put, waiting on `sc_send_release_list` for the next drain.
+    Queued = 3,
+    /// Parked after a partial post until the transport's QP is drained.
+    Orphan = 4,
+}
+
+// SAFETY: `CtxtState` is `repr(i32)`, so it has `i32`'s size and alignment,
+// and every value of it transmutes to an `i32` and back.
+unsafe impl AtomicType for CtxtState {
+    type Repr = i32;
+}
+
+/// The trailing record of every pooled ctxt, after its SGE array.
+///
+/// # Invariants
+///
+/// `link` is on `rs_send_ctxts_all` (under `rs_send_ctxts_all_lock`) from
+/// allocation to free, for ctxts of [`send_ctxt_alloc`]; `state` is the
+/// ctxt's [`CtxtState`].
+#[repr(C)]
+pub(crate) struct Ledger {
+    link: Opaque<sys::list_head>,
+    state: Atomic<CtxtState>,
+    /// The ctxt this ledger belongs to, set before `link` is listed.
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+}
+
+// The ledger follows the ctxt and its SGEs: both keep it aligned.
+kernel::static_assert!(size_of::<sys::svc_rdma_send_ctxt>() % align_of::<Ledger>() == 0);
+kernel::static_assert!(size_of::<sys::ib_sge>() % align_of::<Ledger>() == 0);
+
+/// Byte offset of the ledger in a ctxt with `nsges` SGEs.
+fn ledger_offset(nsges: usize) -> Option<usize> {
+    size_of::<sys::ib_sge>()
+        .checked_mul(nsges)?
+        .checked_add(size_of::<sys::svc_rdma_send_ctxt>())
+}
+
+/// Size of the allocation of a ctxt with `nsges` SGEs: the C struct, its
+/// SGE array, its [`Ledger`].
+pub(crate) fn ctxt_alloc_size(nsges: usize) -> Option<usize> {
+    ledger_offset(nsges)?.checked_add(size_of::<Ledger>())
+}
+
+/// Where the ledger of `ctxt` is.
+///
+/// # Safety
+///
+/// `ctxt` is a live ctxt of `rdma`, allocated with [`ctxt_alloc_size`]
+/// for `rdma`'s SGE count.
+pub(crate) unsafe fn ledger_ptr(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> *mut Ledger {
+    let offset = ledger_offset(rdma.max_send_sges()).unwrap_or(0);
+    // SAFETY: the allocation is at least `offset` bytes longer than the
+    // ledger's start (`# Safety`).
+    unsafe { ctxt.cast::<u8>().add(offset).cast::<Ledger>() }
+}
+
+/// The ledger of `ctxt`.
+///
+/// # Safety
+///
+/// As for [`ledger_ptr`]; the returned reference does not outlive the
+/// ctxt.
+unsafe fn ledger<'a>(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) -> &'a Ledger {
+    // SAFETY: the allocation holds a ledger there (`# Safety`); after
+    // allocation its fields change only through the atomic or, for the
+    // link, under the list lock.
+    unsafe { &*ledger_ptr(rdma, ctxt) }
+}
+
+/// Lists a new ctxt (zeroed, so `Owned`) on the list of all ctxts.
+///
+/// # Safety
+///
+/// As for [`ledger_ptr`]; `ctxt` is not listed yet, and is unlisted by
+/// [`unlist`] before it is freed.
+pub(crate) unsafe fn list(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: a new ctxt nobody else knows yet (`# Safety`): its ledger
+    // can be written in place before it is published under the lock.
+    unsafe {
+        let l = ledger_ptr(rdma, ctxt);
+        (*l).ctxt = ctxt;
+        sys::spin_lock(&raw mut sys::rs_send_ctxts_all_lock);
+        sys::list_add_tail((*l).link.get(), &raw mut sys::rs_send_ctxts_all);
+        sys::spin_unlock(&raw mut sys::rs_send_ctxts_all_lock);
+    }
+}
+
+/// Takes `ctxt` off the list of all ctxts.
+///
+/// # Safety
+///
+/// `ctxt` was listed by [`list`] for `rdma` and is about to be freed.
+pub(crate) unsafe fn unlist(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: the link is on the list (`# Safety`), changed only under
+    // its lock.
+    unsafe {
+        let link = ledger(rdma, ctxt).link.get();
+        sys::spin_lock(&raw mut sys::rs_send_ctxts_all_lock);
+        sys::rs_list_del(link);
+        sys::spin_unlock(&raw mut sys::rs_send_ctxts_all_lock);
+    }
+}
+
+/// Sets the state of `ctxt`, which the caller owns or hands over.
+///
+/// # Safety
+///
+/// As for [`ledger`].
+pub(crate) unsafe fn set_state(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt, state: CtxtState) {
+    // SAFETY: the caller's guarantee (`# Safety`).
+    unsafe { ledger(rdma, ctxt) }.state.store(state, Relaxed);
+}
 
 /// A send ctxt owned by the current thread: taken from the pool and not
 /// yet posted or put back. Dropping it puts it back (deferred release), so
@@ -93,10 +228,7 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
     let device = rdma.device();
     // SAFETY: the transport's device is live while the transport is.
     let node = unsafe { sys::rs_ibdev_to_node(device) };
-    let nsges = rdma.max_send_sges();
-    let size = size_of::<sys::ib_sge>()
-        .checked_mul(nsges)?
-        .checked_add(size_of::<sys::svc_rdma_send_ctxt>())?;
+    let size = ctxt_alloc_size(rdma.max_send_sges())?;
     // SAFETY: plain allocation.
     let ctxt = unsafe { sys::rs_kzalloc_node(size, node) }.cast::<sys::svc_rdma_send_ctxt>();
     if ctxt.is_null() {
@@ -155,6 +287,7 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
         for sge in sges {
             sge.lkey = rdma.local_dma_lkey();
         }
+        list(rdma, ctxt);
     }
     crate::stats::add(&crate::stats::CTXTS_LIVE, 1);
     // SAFETY: fully initialised and owned by us.
@@ -169,8 +302,9 @@ pub(crate) fn send_ctxt_alloc(rdma: &Rdma) -> Option<SendCtxt> {
 /// again.
 unsafe fn send_ctxt_free(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
     // SAFETY: per the caller, we are the last user; SGE 0 holds the
-    // header buffer's mapping made at allocation.
+    // header buffer's mapping made at allocation, when it was also listed.
     unsafe {
+        unlist(rdma, ctxt);
         let sge0 = sges(rdma, ctxt).first().map_or(0, |s| s.addr);
         sys::rs_ib_dma_unmap_single(rdma.device(), sge0, rdma.max_req_size());
         sys::kfree((*ctxt).sc_xprt_buf);
@@ -198,6 +332,7 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
     if orphans_release(rdma) > 0 {
         kernel::do_once_lite! { kernel::warn_on!(true); }
     }
+    reclaim_unreturned(rdma);
     loop {
         // SAFETY: the free list of a live transport.
         let node = unsafe { sys::llist_del_first(addr_of_mut!((*rdma.as_ptr()).sc_send_ctxts)) };
@@ -242,8 +377,12 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<SendCtxt> {
     let ctxt = if ctxt.is_null() {
         send_ctxt_alloc(rdma)?
     } else {
-        // SAFETY: just popped from the free list, so ours.
-        unsafe { SendCtxt::from_raw(ctxt)? }
+        // SAFETY: just popped from the free list, so ours; allocated by
+        // this pool for `rdma`.
+        unsafe {
+            set_state(rdma, ctxt, CtxtState::Owned);
+            SendCtxt::from_raw(ctxt)?
+        }
     };
     let p = ctxt.as_ptr();
     // Per-reply state. Opcode, invalidate rkey and SGE lengths are left:
@@ -314,6 +453,7 @@ unsafe fn send_ctxt_release(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
             sys::rs_release_pages((*ctxt).sc_pages, (*ctxt).sc_page_count);
             crate::stats::add(&crate::stats::PAGES_HELD, -i64::from((*ctxt).sc_page_count));
         }
+        set_state(rdma, ctxt, CtxtState::Free);
         sys::rs_llist_add(
             addr_of_mut!((*ctxt).sc_node),
             addr_of_mut!((*rdma.as_ptr()).sc_send_ctxts),
@@ -338,15 +478,144 @@ pub(crate) fn send_ctxts_drain(rdma: &Rdma) {
     }
 }
 
+/// Takes the first listed ctxt of `rdma` off the list of all ctxts, for
+/// the KUnit stand-ins to free whatever a test left; null when none is
+/// left.
+#[cfg(rpcrdma_kunit)]
+pub(crate) fn unlist_next_of(rdma: &Rdma) -> *mut sys::svc_rdma_send_ctxt {
+    let head = &raw mut sys::rs_send_ctxts_all;
+    let mut found = null_mut();
+    // SAFETY: the shim's static list and lock; every entry is the link of
+    // a live ctxt's ledger, whose `ctxt` was set before it was listed.
+    unsafe {
+        sys::spin_lock(&raw mut sys::rs_send_ctxts_all_lock);
+        let mut link = (*head).next;
+        while link != head {
+            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+            if (*(*l).ctxt).sc_rdma == rdma.as_ptr() {
+                sys::rs_list_del(link);
+                found = (*l).ctxt;
+                break;
+            }
+            link = (*link).next;
+        }
+        sys::spin_unlock(&raw mut sys::rs_send_ctxts_all_lock);
+    }
+    found
+}
+
+/// What [`reclaim_unreturned`] found of a transport's ctxts outside its
+/// free list.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Unreturned {
+    /// Posted, yet their completion never came: reclaimed.
+    pub(crate) posted: u32,
+    /// Owned, queued or parked: left where they are, and still live.
+    pub(crate) other: u32,
+}
+
+/// At transport teardown, once `ib_drain_qp` has flushed the QP and the
+/// final drain and orphan release have run, every ctxt of `rdma` should be
+/// on its free list. One still marked `Posted` had its WRs posted and
+/// never completed: the provider lost the completion (C leaks such a ctxt
+/// with its pages and mappings). Nothing of it can be in flight after the
+/// drain, so it is released to the free list here; anything else found is
+/// left alone (someone may still hold it) and reported. Logs what it found.
+pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
+    let mut found = Unreturned::default();
+    let mut posted: *mut sys::llist_node = null_mut();
+    let head = &raw mut sys::rs_send_ctxts_all;
+    // SAFETY: the shim's static list and lock; every entry is the link of
+    // a live ctxt's ledger (listed at allocation, unlisted before free),
+    // and the ledger's `ctxt` was set before it was listed.
+    unsafe {
+        sys::spin_lock(&raw mut sys::rs_send_ctxts_all_lock);
+        let mut link = (*head).next;
+        while link != head {
+            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+            let ctxt = (*l).ctxt;
+            if (*ctxt).sc_rdma == rdma.as_ptr() {
+                match (*l).state.load(Relaxed) {
+                    CtxtState::Free => {}
+                    CtxtState::Posted => {
+                        // On no list while posted: link it privately.
+                        (*ctxt).sc_node.next = posted;
+                        posted = addr_of_mut!((*ctxt).sc_node);
+                        found.posted = found.posted.saturating_add(1);
+                    }
+                    _ => found.other = found.other.saturating_add(1),
+                }
+            }
+            link = (*link).next;
+        }
+        sys::spin_unlock(&raw mut sys::rs_send_ctxts_all_lock);
+    }
+    while !posted.is_null() {
+        // SAFETY: our private chain of `rdma`'s posted ctxts.
+        let next = unsafe { (*posted).next };
+        let ctxt = ctxt_of(posted);
+        // SAFETY: the QP is drained (see above), so nothing of the ctxt is
+        // in flight and no completion will take it any more.
+        unsafe {
+            let cid = addr_of!((*ctxt).sc_cid).read();
+            kernel::pr_warn!(
+                "transport teardown: Send cq.id={} cid={} ({} WRs, {} pages) posted, never completed: reclaimed\n",
+                cid.ci_queue_id,
+                cid.ci_completion_id,
+                (*ctxt).sc_sqecount,
+                (*ctxt).sc_page_count
+            );
+            send_ctxt_release(rdma, ctxt);
+        }
+        crate::stats::add(&crate::stats::CTXTS_RECLAIMED, 1);
+        posted = next;
+    }
+    if found.other > 0 {
+        kernel::pr_warn!(
+            "transport teardown: {} send ctxts still held elsewhere\n",
+            found.other
+        );
+    }
+    found
+}
+
 /// `svc_rdma_send_ctxt_put`: queues `ctxt` for deferred release. Callable
 /// from the Send completion. On the empty→non-empty transition the
 /// transport is enqueued (`XPT_DATA`), so an nfsd thread drains the list
 /// even on an idle connection.
 ///
+/// A ctxt that is not owned or posted (a second put of the same ctxt) is
+/// refused with a warning: queueing it again would corrupt the list it is
+/// on.
+///
 /// # Safety
 ///
 /// The caller owns `ctxt` and does not touch it afterwards.
 pub(crate) unsafe fn send_ctxt_put(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: the caller's guarantee (`# Safety`).
+    if let Err(was) = unsafe { queue_for_release(rdma, ctxt) } {
+        kernel::pr_err!("send ctxt put while {:?}: ignored\n", was);
+        kernel::do_once_lite! { kernel::warn_on!(true); }
+    }
+}
+
+/// The work of [`send_ctxt_put`], which warns when it fails: queues
+/// `ctxt` unless it is neither owned nor posted, in which case its state
+/// is returned and nothing is touched.
+///
+/// # Safety
+///
+/// As for [`send_ctxt_put`].
+pub(crate) unsafe fn queue_for_release(
+    rdma: &Rdma,
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+) -> Result<(), CtxtState> {
+    // SAFETY: the caller hands over a ctxt of `rdma` (`# Safety`), whose
+    // ledger lives as long as it does.
+    let state = &unsafe { ledger(rdma, ctxt) }.state;
+    state
+        .cmpxchg(CtxtState::Owned, CtxtState::Queued, Relaxed)
+        .or_else(|_| state.cmpxchg(CtxtState::Posted, CtxtState::Queued, Relaxed))?;
     // SAFETY: per the caller; the list belongs to the live transport.
     let first = unsafe {
         sys::rs_llist_add(
@@ -358,6 +627,7 @@ pub(crate) unsafe fn send_ctxt_put(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ct
         // SAFETY: the transport is live.
         unsafe { sys::rs_xprt_set_data_and_enqueue(rdma.as_ptr()) };
     }
+    Ok(())
 }
 
 /// Parks a ctxt whose WR chain was only partly posted (see
@@ -373,7 +643,9 @@ pub(crate) unsafe fn send_ctxt_put(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ct
 /// # Safety
 ///
 /// The caller owns `ctxt` and does not touch it afterwards.
-pub(crate) unsafe fn orphan_add(ctxt: *mut sys::svc_rdma_send_ctxt) {
+pub(crate) unsafe fn orphan_add(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: a ctxt of `rdma` that the caller gives up (`# Safety`).
+    unsafe { set_state(rdma, ctxt, CtxtState::Orphan) };
     // SAFETY: the shim's static list; llist_add is safe against concurrent
     // adds and a concurrent (locked) del_all.
     unsafe { sys::rs_llist_add(addr_of_mut!((*ctxt).sc_node), &raw mut sys::rs_orphans) };

@@ -92,6 +92,7 @@ pub unsafe extern "C" fn svc_rdma_send_ctxts_drain(rdma: *mut sys::svcxprt_rdma)
     // the orphans' Writes could still be in flight.
     if rdma.is_being_freed() {
         ctxt::orphans_release(rdma);
+        ctxt::reclaim_unreturned(rdma);
     }
 }
 same_signature!(svc_rdma_send_ctxts_drain);
@@ -319,15 +320,17 @@ same_signature!(svc_rdma_sendto);
 
 /// `rs_stat_read`: one of the Send path's leak counters for the C shim's
 /// read-only module parameters: `which` 0 is live send ctxts, 1 reply pages
-/// held, 2 payload SGEs mapped; -1 for any other `which`.
+/// held, 2 payload SGEs mapped, 3 ctxts reclaimed at teardown; -1 for any
+/// other `which`.
 #[no_mangle]
 pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
-    use crate::stats::{CTXTS_LIVE, PAGES_HELD, SGES_MAPPED};
+    use crate::stats::{CTXTS_LIVE, CTXTS_RECLAIMED, PAGES_HELD, SGES_MAPPED};
     use kernel::sync::atomic::Relaxed;
     match which {
         0 => CTXTS_LIVE.load(Relaxed),
         1 => PAGES_HELD.load(Relaxed),
         2 => SGES_MAPPED.load(Relaxed),
+        3 => CTXTS_RECLAIMED.load(Relaxed),
         _ => -1,
     }
 }

@@ -73,8 +73,7 @@ impl FakeRdma {
     /// Send WR (stand-ins for chunk Writes), as `svc_rdma_send_ctxt_get`
     /// would hand it out; no header buffer.
     pub(crate) fn ctxt(&self, writes: &mut [sys::ib_send_wr]) -> Option<SendCtxt> {
-        let sges = self.rdma().max_send_sges();
-        let size = size_of::<sys::svc_rdma_send_ctxt>() + sges * size_of::<sys::ib_sge>();
+        let size = crate::ctxt::ctxt_alloc_size(self.rdma().max_send_sges())?;
         // SAFETY: plain allocation.
         let c = unsafe { sys::rs_kzalloc_node(size, -1) }.cast::<sys::svc_rdma_send_ctxt>();
         if c.is_null() {
@@ -96,6 +95,8 @@ impl FakeRdma {
             }
             (*c).sc_wr_chain = next;
             (*c).sc_sqecount = writes.len() as i32 + 1;
+            // Listed as the pool lists its own; `drop` unlists and frees.
+            crate::ctxt::list(self.rdma(), c);
             SendCtxt::from_raw(c)
         }
     }
@@ -103,25 +104,16 @@ impl FakeRdma {
 
 impl Drop for FakeRdma {
     fn drop(&mut self) {
-        // Free whatever ctxts the test left on the pool's lists.
-        for list in [
-            // SAFETY: fields of our transport.
-            unsafe { addr_of_mut!((*self.raw()).sc_send_ctxts) },
-            // SAFETY: a field of our live stand-in transport.
-            unsafe { addr_of_mut!((*self.raw()).sc_send_release_list) },
-        ] {
-            // SAFETY: the test is over: nobody else uses these lists.
-            let mut node = unsafe { sys::rs_llist_del_all(list) };
-            while !node.is_null() {
-                // SAFETY: a ctxt made by `ctxt()`.
-                unsafe {
-                    let next = (*node).next;
-                    sys::kfree(
-                        kernel::container_of!(node, sys::svc_rdma_send_ctxt, sc_node).cast(),
-                    );
-                    node = next;
-                }
+        // Free every ctxt of this transport, on whatever list the test
+        // left it (all of them are on the list of all ctxts).
+        loop {
+            let c = crate::ctxt::unlist_next_of(self.rdma());
+            if c.is_null() {
+                break;
             }
+            // SAFETY: a ctxt made by `ctxt()`, now unlisted; the test is
+            // over, so nobody uses it.
+            unsafe { sys::kfree(c.cast()) };
         }
         // SAFETY: allocated in `new`.
         unsafe { sys::kfree(self.raw().cast()) };

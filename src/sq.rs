@@ -333,8 +333,11 @@ pub(crate) fn post_chain(
     // SAFETY: a tracepoint reading the ctxt we own.
     unsafe { sys::rs_trace_post_send(p) };
     let mut bad_wr: *const sys::ib_send_wr = first_wr;
-    // The chain now belongs to the device.
+    // The chain now belongs to the device; marked before posting, since
+    // the completion may run before `post` returns.
     let p = ctxt.into_raw();
+    // SAFETY: a ctxt of `rdma`'s pool, handed to the device.
+    unsafe { ctxt::set_state(rdma, p, ctxt::CtxtState::Posted) };
     // SAFETY: a fully built chain of our ctxt on the transport's QP.
     let ret = unsafe { post(rdma.qp(), first_wr, &mut bad_wr) };
     if ret == 0 {
@@ -343,8 +346,12 @@ pub(crate) fn post_chain(
     if bad_wr == first_wr {
         // Nothing was posted: the ctxt is still ours.
         post_send_err(rdma, &cid, bad_wr, first_wr, sqecount, ret);
-        // SAFETY: nothing of the chain is in flight.
-        let ctxt = unsafe { SendCtxt::from_raw(p) };
+        // SAFETY: nothing of the chain is in flight, so the ctxt is ours
+        // again.
+        let ctxt = unsafe {
+            ctxt::set_state(rdma, p, ctxt::CtxtState::Owned);
+            SendCtxt::from_raw(p)
+        };
         return match ctxt {
             Some(c) => Err((ENOTCONN, c)),
             None => Ok(()),
@@ -357,6 +364,6 @@ pub(crate) fn post_chain(
     post_send_err(rdma, &cid, bad_wr, first_wr, sqecount, ret);
     wake_send_waiters(rdma, unposted);
     // SAFETY: the Send was not posted, so no completion will touch `p`.
-    unsafe { ctxt::orphan_add(p) };
+    unsafe { ctxt::orphan_add(rdma, p) };
     Ok(())
 }

@@ -328,12 +328,100 @@ mod tests {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let mut writes = [];
         let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
-        let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
-        // Nothing was put back: the completion owns it. Free it here.
+        // Nothing was put back: the completion owns it (`f` frees it).
         assert!(!f.rdma().is_closing());
-        // SAFETY: the stand-in device will never complete it.
-        unsafe { sys::kfree(p.cast()) };
+        // SAFETY: lists of our transport, which only this thread uses.
+        unsafe {
+            assert!((*f.raw()).sc_send_ctxts.first.is_null());
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+        }
+        Ok(())
+    }
+
+    /// Marks the stand-in as `svc_rdma_free` finds a transport: no
+    /// reference left, deleted (`XPT_DEAD`).
+    fn as_being_freed(f: &FakeRdma) {
+        // SAFETY: fields of our stand-in, which only this thread uses.
+        unsafe {
+            (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 0;
+            sys::set_bit(
+                sys::XPT_DEAD as kernel::ffi::c_ulong,
+                addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
+            );
+        }
+    }
+
+    /// A Send posted whose completion never comes (a provider that lost
+    /// it): C leaks the ctxt; `svc_rdma_free`'s drain, after
+    /// `ib_drain_qp`, must find it and release it to the free list, and
+    /// count it. An owned ctxt is left alone.
+    #[test]
+    fn posted_without_completion_is_reclaimed_at_free() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let mut writes = [sys::ib_send_wr::default()];
+        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let p = c.as_ptr();
+        let mut none = [];
+        let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
+        assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
+        let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
+        // While the transport is in use nothing is reclaimed.
+        // SAFETY: our stand-in; one reference, as while serving.
+        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 1 };
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: the free list of our stand-in, which only this thread uses.
+        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
+        as_being_freed(&f);
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: the free list of our stand-in and the ctxt now on it;
+        // only this thread uses them.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+        assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before + 1);
+        // The counter is the module's: give back what the stand-in added.
+        crate::stats::add(&crate::stats::CTXTS_RECLAIMED, -1);
+        // Found again by a second look, as `Owned`: reported, not taken.
+        assert_eq!(
+            crate::ctxt::reclaim_unreturned(f.rdma()),
+            crate::ctxt::Unreturned {
+                posted: 0,
+                other: 1
+            }
+        );
+        let _ = owned.into_raw(); // `f` frees it
+        Ok(())
+    }
+
+    /// A ctxt put twice is queued once: the second put would link it into
+    /// the list it is already on. (Through `queue_for_release`, the put
+    /// without its warning, which would flag the run's log.)
+    #[test]
+    fn second_put_is_refused() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let mut none = [];
+        let p = f.ctxt(&mut none).ok_or(ENOMEM)?.into_raw();
+        // SAFETY: our ctxt, given up by the first put; the second is the
+        // fault under test, which must not touch the lists.
+        unsafe {
+            assert_eq!(crate::ctxt::queue_for_release(f.rdma(), p), Ok(()));
+            assert_eq!(
+                crate::ctxt::queue_for_release(f.rdma(), p),
+                Err(crate::ctxt::CtxtState::Queued)
+            );
+        }
+        // SAFETY: the release list of our stand-in, which only this
+        // thread uses.
+        unsafe {
+            let first = (*f.raw()).sc_send_release_list.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
         Ok(())
     }
 

@@ -15,6 +15,10 @@ pub(crate) static CTXTS_LIVE: Atomic<i64> = Atomic::new(0);
 pub(crate) static PAGES_HELD: Atomic<i64> = Atomic::new(0);
 /// Payload SGEs DMA-mapped and not unmapped.
 pub(crate) static SGES_MAPPED: Atomic<i64> = Atomic::new(0);
+/// Send ctxts whose posted Send never completed, reclaimed at transport
+/// teardown (see `ctxt::reclaim_unreturned`); not a leak counter, a count
+/// of provider faults survived.
+pub(crate) static CTXTS_RECLAIMED: Atomic<i64> = Atomic::new(0);
 
 /// Adds `n` (which may be negative) to a counter.
 pub(crate) fn add(counter: &Atomic<i64>, n: i64) {

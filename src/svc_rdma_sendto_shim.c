@@ -84,10 +84,20 @@ module_param_cb(send_pages_held, &rs_stat_ops, (void *)1, 0444);
 MODULE_PARM_DESC(send_pages_held, "Reply pages held by send contexts (read-only)");
 module_param_cb(send_sges_mapped, &rs_stat_ops, (void *)2, 0444);
 MODULE_PARM_DESC(send_sges_mapped, "Payload SGEs DMA-mapped and not unmapped (read-only)");
+module_param_cb(send_ctxts_reclaimed, &rs_stat_ops, (void *)3, 0444);
+MODULE_PARM_DESC(send_ctxts_reclaimed,
+		 "Send contexts whose Send completion never came, reclaimed at transport teardown (read-only)");
 
 /* Statically initialised: the Rust crate has no module init of its own. */
 LLIST_HEAD(rs_orphans);
 DEFINE_SPINLOCK(rs_orphans_lock);
+LIST_HEAD(rs_send_ctxts_all);
+DEFINE_SPINLOCK(rs_send_ctxts_all_lock);
+
+void rs_list_del(struct list_head *entry)
+{
+	list_del(entry);
+}
 
 /* Transport state */
 

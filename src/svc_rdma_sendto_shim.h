@@ -48,6 +48,11 @@ extern const unsigned int rs_layout_table_len;
 extern struct llist_head rs_orphans;
 extern spinlock_t rs_orphans_lock;
 
+/* Every send ctxt of the module, for the check at transport teardown */
+extern struct list_head rs_send_ctxts_all;
+extern spinlock_t rs_send_ctxts_all_lock;
+void rs_list_del(struct list_head *entry);
+
 /* Leak accounting kept by the Rust crate (stats.rs) */
 s64 rs_stat_read(int which);
 
