@@ -110,6 +110,7 @@ class Conn:
             self.post_recv()
         self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=7))
         self.keep = []          # MRs the server may RDMA into
+        self.why = None         # why the connection was seen to close
 
     def post_recv(self):
         mr = MR(self.cmid.pd, RECV_SIZE, e.IBV_ACCESS_LOCAL_WRITE)
@@ -222,11 +223,17 @@ def sq_waiters():
     return found
 
 
+def uptime():
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
 def exchange(conn, xid, msg, timeout=6.0, verify=None):
     conn.send(msg)
     try:
         got = conn.recv(timeout)
-    except Disconnected:
+    except Disconnected as why:
+        conn.why = str(why)
         return "disconnect"
     outcome = classify(got, xid)
     if verify is not None and outcome == "reply":
@@ -243,8 +250,10 @@ def exchange(conn, xid, msg, timeout=6.0, verify=None):
         try:
             conn.send(header(probe) + rpc_call(probe))
             if classify(conn.recv(timeout), probe) != "reply":
+                conn.why = "probe not answered"
                 return "disconnect"
-        except Disconnected:
+        except Disconnected as why:
+            conn.why = f"probe: {why}"
             return "disconnect"
     return outcome
 
@@ -440,6 +449,8 @@ def main():
             continue
         classes += 1
         outcomes = {}
+        started = uptime()
+        why = []
         for r in range(reps):
             conn = Conn(server, port)
             xid = 0x40000000 + (zlib.crc32(name.encode()) & 0xFFFF) * 256 + r
@@ -448,12 +459,17 @@ def main():
             finally:
                 conn.close()
             outcomes[got] = outcomes.get(got, 0) + 1
+            if got != expected and conn.why:
+                why.append(conn.why)
             total += 1
         ok = list(outcomes) == [expected]
         live = alive(server, port)
         bad += (not ok) + (live == "NO")
+        # The guest's uptime, to match the kernel log; why a connection
+        # closed unexpectedly.
+        detail = f" at={started:.1f}s" + (f" why={';'.join(why)!r}" if why else "")
         print(f"class={name} expected={expected} got={','.join(f'{k}x{v}' for k, v in outcomes.items())}"
-              f" server_alive={live} {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
+              f" server_alive={live}{detail} {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "credit_overrun" in wanted:
         classes += 1
         n = credit_overrun(server, port)
