@@ -86,6 +86,16 @@ if [ "$FLAVOUR" = c ]; then
 		awk '$2 == "t" || $2 == "T" { print $3 }' | grep -v '^asan\.' | sort -u >"$OUT/sendpath-symbols.txt"
 else
 	cp "$OUT/rust-text-symbols.txt" "$OUT/sendpath-symbols.txt"
+	# The C shim's functions: the crate's static inlines and macros.
+	nm --defined-only "$STAGE/src/svc_rdma_sendto_shim.o" |
+		awk '$2 == "t" || $2 == "T" { print $3 }' | grep -v '^asan\.' | sort -u >"$OUT/shim-symbols.txt"
 fi
+# Text bytes of the Send path's objects (the profile's code-size table).
+if [ "$FLAVOUR" = c ]; then
+	size -A "$STAGE/svc_rdma_sendto.o"
+else
+	size -A "$STAGE/src/svc_rdma_sendto_rs.o" "$STAGE/src/svc_rdma_sendto_shim.o"
+fi | awk '/^[^ ]/ && /:/ { obj = $1 } $1 ~ /^\.text/ { n[obj] += $2 } END { for (o in n) print o, n[o] }' |
+	sed 's|^.*/||; s|:||' | sort >"$OUT/text-bytes.txt"
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
 say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|debian|debug]:
+# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|profile-smoke|debian|debug]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -396,6 +396,14 @@ sys.exit(len(seen) != 4)" "$run/profile.jsonl"; then
 	sed 's/^/    /' "$run/table.md"
 }
 
+# A smoke of the instruction profile (scripts/profile.sh, PROFILE_SMOKE=1):
+# one boot, 20 RPCs per class and NFS version, both production builds; it
+# asserts that every class was counted with Send-path symbols for both
+# flavours, never a performance figure.
+do_profile_smoke() {
+	PROFILE_SMOKE=1 relay_script "" bash "$TOP/scripts/profile.sh"
+}
+
 # Debian's stock kernel: DKMS with Debian's toolchain, the refusals, and
 # Debian's vmlinuz running ours and its own rpcrdma.ko (scripts/debian-check.sh).
 do_debian() {
@@ -420,6 +428,7 @@ all)
 		phase faults do_faults || true
 		phase storm do_storm 10 || true
 		phase bench-smoke do_bench_smoke || true
+		phase profile-smoke do_profile_smoke || true
 		phase install do_install || true
 	fi
 	# Needs no test kernel: it builds against Debian's own.
@@ -450,9 +459,10 @@ install) phase setup do_setup && phase build do_build && phase install do_instal
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
+profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|debian [REPS]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
 esac
 summary

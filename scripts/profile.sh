@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# profile.sh [N [RUNS]]: the instruction-exact differential profile of the
+# Send path. Builds the TCG plugin tests/profile/insn_profile.c against the
+# installed QEMU's plugin interface (version 1, QEMU 7.2) and the window
+# marker tests/profile/mark.c, builds the production modules (c, and rust
+# without its KUnit suites), then boots RUNS VMs (default 2) under one TCG
+# thread with the plugin; in each, tests/vm/guest/profile.sh runs every reply
+# class N times (default 200) per NFS version against each flavour in turn.
+# scripts/profile_report.py turns the counts into the table: Send-path
+# instructions per reply and kernel instructions per reply, c, rust and
+# rust/c, and how far the runs differ. Also the Send path's text bytes of
+# both production builds.
+#
+# PROFILE_SMOKE=1 (make check): one run, N=20, and the check that every
+# class was counted with Send-path symbols for both flavours; no thresholds.
+
+. "$(dirname "$0")/lib.sh"
+
+N=${1:-200}
+RUNS=${2:-2}
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+
+# The plugin: the functions it declares must be exported by this QEMU.
+QEMU=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+qv=$("$QEMU" --version | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p')
+case $qv in 7.2*) ;; *) die "the profiler's plugin is written for QEMU 7.2's plugin interface (version 1); this QEMU is $qv" ;; esac
+missing=$(comm -23 <(grep -o 'qemu_plugin_[a-z_]*(' "$TOP/tests/profile/qemu_plugin_v1.h" | tr -d '(' | sort -u) \
+	<(nm -D --defined-only "$QEMU" | awk '{ print $3 }' | sort -u))
+[ -z "$missing" ] || die "this QEMU does not export: $missing"
+P=$TOP/build/profile
+mkdir -p "$P"
+cc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
+	-o "$P/libinsn_profile.so" "$TOP/tests/profile/insn_profile.c" || die "the profiler plugin does not build"
+cc -O2 -Wall -Werror -static -o "$P/mark" "$TOP/tests/profile/mark.c" || die "the window marker does not build"
+
+# The production builds: what a server runs.
+bash "$TOP/scripts/build-module.sh" c >/dev/null || die "the c flavour does not build"
+MODULE_MAKE_ARGS=RPCRDMA_RS_KUNIT=n bash "$TOP/scripts/build-module.sh" rust rust-nokunit >/dev/null ||
+	die "the rust flavour without KUnit does not build"
+
+if [ "${PROFILE_SMOKE:-0}" = 1 ]; then
+	N=20 RUNS=1
+fi
+runs=()
+for i in $(seq 1 "$RUNS"); do
+	rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -t 1800 -n "profile$i" -A tcg,thread=single \
+		-P "$P/libinsn_profile.so,out=@RUN@/insn" profile "$N" c:c rust:rust-nokunit) || rc=$?
+	relay_guest_log "" "$run"
+	[ "$rc" = 0 ] || fail "profile run $i: VM status $rc ($run/console.log)"
+	runs+=("$run")
+done
+
+say "instructions per reply, production builds, N=$N RPCs per class and version, $RUNS run(s):"
+python3 "$TOP/scripts/profile_report.py" "$TOP/build/c" "$TOP/build/rust-nokunit" "${runs[@]}" |
+	tee "$LOGS/profile-table.txt" || fail "profile_report.py failed"
+c_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/c/text-bytes.txt")
+r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-nokunit/text-bytes.txt")
+echo "    Send-path text bytes (production builds): c $c_text, rust $r_text ($(tr '\n' ' ' <"$TOP/build/rust-nokunit/text-bytes.txt")), rust/c $(awk -v a="$r_text" -v b="$c_text" 'BEGIN { printf "%.2f", a / b }')" |
+	tee -a "$LOGS/profile-table.txt"
+
+if [ "${PROFILE_SMOKE:-0}" = 1 ]; then
+	# Every class counted with Send-path symbols for both flavours.
+	n_classes=$(awk '$5 != "failed"' "${runs[0]}/profile-windows.txt" | wc -l)
+	missing=$(grep -c MISSING "$LOGS/profile-table.txt" || true)
+	if [ "$n_classes" -ge 28 ] && [ "$missing" = 0 ]; then
+		pass "profile: $n_classes windows, every class counted for both flavours with Send-path symbols"
+	else
+		fail "profile: $n_classes windows, $missing classes without counts ($LOGS/profile-table.txt)"
+	fi
+fi
+[ "$FAILS" = 0 ]

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""profile_report.py BUILD_C BUILD_RUST RUN [RUN...]: the instruction
+profile's tables, from the runs of scripts/profile.sh.
+
+Each RUN holds the plugin's window files (insn.K: "address count" per
+executed kernel instruction, and "total N"), profile-windows.txt ("K FLAVOUR
+CLASS VERSION N" in the order the guest opened them) and, per flavour, the
+kernel's text symbols with that flavour's module loaded (kallsyms-F.txt).
+
+Attribution: an address belongs to the text symbol at or below it. The Send
+path's own code is, for c, the functions of svc_rdma_sendto.o (in rpcrdma);
+for rust, the functions of the crate's object and of its C shim (in rpcrdma)
+and the kernel's rust_helper_* functions (static inlines the crate reaches
+through the kernel crate; C inlines them). Replies are counted exactly: the
+executions of the first instructions of the Send completion handler (one
+per Send, error replies included).
+
+Prints, per class and version: replies, Send-path instructions per reply
+and kernel instructions per reply for c and rust and their ratio (first
+run); with more runs, the largest relative difference between runs of the
+same window, in total and per Send-path symbol. Writes the per-symbol
+breakdown to RUN/profile-symbols.txt.
+"""
+
+import bisect
+import os
+import re
+import sys
+
+COMPLETION = {"c": re.compile(r"^svc_rdma_wc_send$"),
+              "rust": re.compile(r"2sq7wc_send")}
+
+
+def read_syms(path):
+    """Sorted (address, name, module) of the text symbols in a kallsyms dump."""
+    syms = []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 3:
+                continue
+            mod = parts[3].strip("[]") if len(parts) > 3 else ""
+            syms.append((int(parts[0], 16), parts[2], mod))
+    syms.sort()
+    return syms
+
+
+def sendpath_names(build, flavour):
+    names = set()
+    for f in ("sendpath-symbols.txt", "shim-symbols.txt"):
+        p = os.path.join(build, f)
+        if os.path.exists(p):
+            names.update(line.strip() for line in open(p) if line.strip())
+    return names
+
+
+def is_sendpath(flavour, names, name, mod):
+    if mod == "rpcrdma" and name in names:
+        return True
+    return flavour == "rust" and mod == "" and name.startswith("rust_helper_")
+
+
+def window_counts(path):
+    counts, total = {}, 0
+    with open(path) as f:
+        for line in f:
+            a, n = line.split()
+            if a == "total":
+                total = int(n)
+            else:
+                counts[int(a, 16)] = int(n)
+    return counts, total
+
+
+def analyse(run, builds):
+    """{(flavour, class, version): result} for one run."""
+    syms = {}
+    windows = []
+    with open(os.path.join(run, "profile-windows.txt")) as f:
+        for line in f:
+            k, flavour, cls, vers, n = line.split()
+            windows.append((int(k), flavour, cls, vers, n))
+    out = {}
+    for k, flavour, cls, vers, n in windows:
+        if n == "failed":
+            continue
+        if flavour not in syms:
+            syms[flavour] = read_syms(os.path.join(run, f"kallsyms-{flavour}.txt"))
+        table = syms[flavour]
+        starts = [s[0] for s in table]
+        names = sendpath_names(builds[flavour], flavour)
+        counts, total = window_counts(os.path.join(run, f"insn.{k}"))
+        per_sym = {}
+        first = {}
+        for addr, c in counts.items():
+            i = bisect.bisect_right(starts, addr) - 1
+            if i < 0:
+                continue
+            start, name, mod = table[i]
+            if COMPLETION[flavour].search(name) and mod == "rpcrdma" and addr - start < 16:
+                first[name] = max(first.get(name, 0), c)
+            if is_sendpath(flavour, names, name, mod):
+                per_sym[name] = per_sym.get(name, 0) + c
+        replies = sum(first.values())
+        out[(flavour, cls, vers)] = {
+            "replies": replies, "total": total, "sendpath": sum(per_sym.values()),
+            "per_sym": per_sym, "rpcs": int(n)}
+    return out
+
+
+def ratio(a, b):
+    return f"{a / b:.3f}" if b else "-"
+
+
+def main():
+    builds = {"c": sys.argv[1], "rust": sys.argv[2]}
+    runs = sys.argv[3:]
+    results = [analyse(r, builds) for r in runs]
+    first = results[0]
+    classes = sorted({(cls, vers) for (_, cls, vers) in first},
+                     key=lambda cv: (cv[1], cv[0]))
+    print("    class           vers  replies(c/rust)  send-path insns/reply: c    rust   rust/c"
+          "   kernel insns/reply: c      rust   rust/c")
+    for cls, vers in classes:
+        c, r = first.get(("c", cls, vers)), first.get(("rust", cls, vers))
+        if not c or not r:
+            print(f"    {cls:15} {vers:5} MISSING: no window for {'c' if not c else 'rust'}")
+            continue
+        for f, v in (("c", c), ("rust", r)):
+            if not v["replies"] or not v["sendpath"]:
+                print(f"    {cls:15} {vers:5} MISSING: {f} counted {v['replies']} replies,"
+                      f" {v['sendpath']} Send-path instructions")
+        cs = c["sendpath"] / c["replies"] if c["replies"] else 0
+        rs = r["sendpath"] / r["replies"] if r["replies"] else 0
+        ct = c["total"] / c["replies"] if c["replies"] else 0
+        rt = r["total"] / r["replies"] if r["replies"] else 0
+        print(f"    {cls:15} {vers:5} {c['replies']:>6}/{r['replies']:<6}"
+              f"   {cs:>20.0f} {rs:>7.0f} {ratio(rs, cs):>8}"
+              f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
+    for run, res in zip(runs, results):
+        with open(os.path.join(run, "profile-symbols.txt"), "w") as f:
+            for (flavour, cls, vers), v in sorted(res.items()):
+                for name, n in sorted(v["per_sym"].items(), key=lambda x: -x[1]):
+                    per = n / v["replies"] if v["replies"] else 0
+                    f.write(f"{flavour} {cls} {vers} {per:.1f} {name}\n")
+    if len(results) > 1:
+        worst_total = worst_sym = 0.0
+        where_total = where_sym = ""
+        for key in first:
+            vals = [res[key] for res in results if key in res]
+            if len(vals) < 2:
+                continue
+            tot = [v["total"] / v["replies"] for v in vals if v["replies"]]
+            if tot and min(tot):
+                d = (max(tot) - min(tot)) / min(tot)
+                if d > worst_total:
+                    worst_total, where_total = d, " ".join(key)
+            big = {s for s, n in vals[0]["per_sym"].items() if n >= 0.01 * vals[0]["sendpath"]}
+            for s in big:
+                per = [v["per_sym"].get(s, 0) / v["replies"] for v in vals if v["replies"]]
+                if per and min(per):
+                    d = (max(per) - min(per)) / min(per)
+                    if d > worst_sym:
+                        worst_sym, where_sym = d, f"{' '.join(key)} {s}"
+        print(f"    repeatability over {len(results)} runs: kernel insns/reply within"
+              f" {100 * worst_total:.2f}% (worst: {where_total}); Send-path symbols"
+              f" (>= 1% of the path) within {100 * worst_sym:.2f}% (worst: {where_sym})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# profile.sh N FLAVOUR:MODULE_DIR...: the workloads of the instruction
+# profile (scripts/profile.sh). For each flavour in turn, in this one boot:
+# load that build of rpcrdma.ko, serve NFS over soft-RoCE to this guest's
+# own NFS client (NFSv3 and NFSv4.1 mounts), and run every reply class of
+# profile_load.py, N RPCs each, inside a window of the profiler plugin; then
+# the error classes over raw RPC-over-RDMA. Writes the windows in order to
+# /results/profile-windows.txt ("INDEX FLAVOUR CLASS VERSION N") and, per
+# flavour, the kernel's text symbols with the module loaded to
+# /results/kallsyms-FLAVOUR.txt. The counts themselves are written by the
+# plugin, outside the guest.
+. /work/tests/vm/guest/lib.sh
+
+n=$1
+shift
+MARK=/work/build/profile/mark
+[ -x $MARK ] || { fail "no $MARK"; exit 1; }
+sysctl -q kernel.kptr_restrict=0
+export EXPORT
+setup_fabric
+mkdir -p $EXPORT/d300
+for i in $(seq 1 300); do : >"$EXPORT/d300/an-entry-with-a-rather-long-name-number-$i"; done
+# The root's listing is too large for an inline reply: err_chunk's READDIR
+# of it, offered no Reply chunk, is answered with ERR_CHUNK.
+for i in $(seq 1 300); do : >"$EXPORT/entry-with-a-long-name-$i"; done
+head -c 1048576 /dev/urandom >$EXPORT/data.bin
+window=0
+started=
+
+# run_class CLASS TARGET VERSION: one window of profile_load.py, recorded
+# with its index; a window that was opened but failed is recorded as such
+# (the plugin wrote it), so the indexes stay aligned.
+run_class() {
+	rc=0
+	python3 /work/tests/vm/guest/profile_load.py $MARK "$1" "$2" "$n" || rc=$?
+	case $rc in
+	0) echo "$window $flavour $1 $3 $n" >>/results/profile-windows.txt ;;
+	1) echo "$window $flavour $1 $3 failed" >>/results/profile-windows.txt ;;
+	esac
+	[ $rc -le 1 ] && window=$((window + 1))
+	[ $rc = 0 ] || fail "$flavour: profile class $1 ($3)"
+}
+
+for spec in "$@"; do
+	flavour=${spec%%:*}
+	rs_module_dir=${spec#*:}
+	load_rpcrdma "$flavour" || exit 1
+	if [ -z "$started" ]; then
+		start_nfsd || exit 1
+		started=1
+	else
+		rpc.nfsd "${NFSD_THREADS:-8}"
+		echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
+	fi
+	awk '$2 ~ /^[tT]$/' /proc/kallsyms >/results/kallsyms-$flavour.txt
+	for vers in 3 4.1; do
+		d=/mnt/p$(echo $vers | tr -d .)
+		MOUNT_OPTS=actimeo=0 mount_rdma $vers $d || { fail "$flavour: NFSv$vers mount"; continue; }
+		for cls in getattr pullup mapped read_wchunk readdir_rchunk write; do
+			run_class $cls $d v$vers
+		done
+		umount $d
+	done
+	for cls in err_vers err_chunk; do
+		run_class $cls $SERVER_IP:$RDMA_PORT raw
+	done
+	rpc.nfsd 0
+	if unload_rpcrdma 30; then
+		pass "profile $flavour: every class ran and rpcrdma unloaded"
+	else
+		fail "profile $flavour: rpcrdma does not unload"
+		exit 1
+	fi
+done
+result profile_windows "$window"
+result failures $FAILS
+exit $FAILS
