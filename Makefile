@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults storm debian check-debug pair bench lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults storm debian check-debug pair bench profile lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -30,6 +30,8 @@ help:
 	@echo "make check-debug     reliability suites on a KASAN/lockdep/kmemleak kernel"
 	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
+	@echo "make bench    instruction profile per reply class, then the end-to-end A/B"
+	@echo "make profile  the instruction profile alone (N=RPCs per class, RUNS=boots)"
 	@echo "make debian   DKMS build on Debian's toolchain, Debian's kernel serving with ours and its own"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
@@ -109,9 +111,16 @@ debian:
 check-debug:
 	@scripts/check.sh debug
 
-# A/B benchmark of the two flavours (about 15 minutes under TCG).
+# Benchmarks of the two flavours: first the instruction-exact profile of the
+# Send path per reply class (scripts/profile.sh, about 10 minutes), then the
+# end-to-end A/B under TCG (about 15 minutes).
 bench:
+	@scripts/profile.sh
 	@scripts/bench.sh
+
+# The instruction profile alone: make profile [N=RPCS] [RUNS=BOOTS].
+profile:
+	@scripts/profile.sh $(or $(N),200) $(or $(RUNS),2)
 
 # Install build/rust/rpcrdma.ko into /lib/modules/KVER/updates/ (KDIR= for
 # the target kernel, INSTALL_MOD_PATH= for a staging root), or remove it.

@@ -56,7 +56,10 @@ for i in $(seq 1 "$RUNS"); do
 done
 
 say "instructions per reply, production builds, N=$N RPCs per class and version, $RUNS run(s):"
-python3 "$TOP/scripts/profile_report.py" "$TOP/build/c" "$TOP/build/rust-nokunit" "${runs[@]}" |
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+"$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" \
+	"$TOP/build/c" "$TOP/build/rust-nokunit" "${runs[@]}" |
 	tee "$LOGS/profile-table.txt" || fail "profile_report.py failed"
 c_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/c/text-bytes.txt")
 r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-nokunit/text-bytes.txt")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""profile_report.py BUILD_C BUILD_RUST RUN [RUN...]: the instruction
+"""profile_report.py [--plot=PNG] BUILD_C BUILD_RUST RUN [RUN...]: the instruction
 profile's tables, from the runs of scripts/profile.sh.
 
 Each RUN holds the plugin's window files (insn.K: "address count" per
@@ -113,15 +113,45 @@ def ratio(a, b):
     return f"{a / b:.3f}" if b else "-"
 
 
+def plot(path, rows):
+    """Bars of rust/c per class: Send-path and kernel instructions per reply."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("    (no plot: matplotlib is not installed)")
+        return
+    labels = [f"{cls} {vers}" for cls, vers, _, _ in rows]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax.bar([i - 0.2 for i in x], [r[2] for r in rows], 0.4, label="Send-path instructions per reply")
+    ax.bar([i + 0.2 for i in x], [r[3] for r in rows], 0.4, label="kernel instructions per reply")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("rust / c (executed instructions)")
+    ax.set_title("Instruction-exact profile under TCG: rust / c per reply class")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"    plot: {path}")
+
+
 def main():
-    builds = {"c": sys.argv[1], "rust": sys.argv[2]}
-    runs = sys.argv[3:]
+    args = sys.argv[1:]
+    plot_path = None
+    if args and args[0].startswith("--plot="):
+        plot_path = args.pop(0)[len("--plot="):]
+    builds = {"c": args[0], "rust": args[1]}
+    runs = args[2:]
     results = [analyse(r, builds) for r in runs]
     first = results[0]
     classes = sorted({(cls, vers) for (_, cls, vers) in first},
                      key=lambda cv: (cv[1], cv[0]))
     print("    class           vers  replies(c/rust)  send-path insns/reply: c    rust   rust/c"
           "   kernel insns/reply: c      rust   rust/c")
+    rows = []
     for cls, vers in classes:
         c, r = first.get(("c", cls, vers)), first.get(("rust", cls, vers))
         if not c or not r:
@@ -138,6 +168,10 @@ def main():
         print(f"    {cls:15} {vers:5} {c['replies']:>6}/{r['replies']:<6}"
               f"   {cs:>20.0f} {rs:>7.0f} {ratio(rs, cs):>8}"
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
+        if cs and ct:
+            rows.append((cls, vers, rs / cs, rt / ct))
+    if plot_path and rows:
+        plot(plot_path, rows)
     for run, res in zip(runs, results):
         with open(os.path.join(run, "profile-symbols.txt"), "w") as f:
             for (flavour, cls, vers), v in sorted(res.items()):
