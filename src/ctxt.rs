@@ -320,19 +320,14 @@ fn ctxt_of(node: *mut sys::llist_node) -> *mut sys::svc_rdma_send_ctxt {
     unsafe { kernel::container_of!(node, sys::svc_rdma_send_ctxt, sc_node) }
 }
 
-/// `svc_rdma_send_ctxts_destroy`: frees every ctxt on the free list.
+/// `svc_rdma_send_ctxts_destroy`: frees every ctxt of the transport.
 ///
 /// Runs only from `svc_rdma_free`, after `ib_drain_qp` and a final drain,
-/// so no completion can run and every released ctxt is on the free list;
-/// being the only consumer left, it needs no lock.
+/// so no completion can run; being the only user left, it needs no lock.
+/// First [`release_at_teardown`] puts the ctxts that never came back on
+/// the free list.
 pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
-    // Normally released by `svc_rdma_free`'s drain (see `orphan_add`).
-    // Found here, they return their R/W contexts after those were
-    // destroyed, and those leak: say so once.
-    if orphans_release(rdma) > 0 {
-        kernel::do_once_lite! { kernel::warn_on!(true); }
-    }
-    reclaim_unreturned(rdma);
+    release_at_teardown(rdma);
     loop {
         // SAFETY: the free list of a live transport.
         let node = unsafe { sys::llist_del_first(addr_of_mut!((*rdma.as_ptr()).sc_send_ctxts)) };
@@ -342,6 +337,27 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
         // SAFETY: popped from the free list: nobody else has it.
         unsafe { send_ctxt_free(rdma, ctxt_of(node)) };
     }
+}
+
+/// At transport teardown (`svc_rdma_free`, after `ib_drain_qp`: nothing
+/// of any ctxt is in flight any more): releases onto the free list the
+/// ctxts parked after a partial post ([`orphan_add`]) and those whose Send
+/// never completed ([`reclaim_unreturned`]); returns how many.
+///
+/// Their chunks' R/W contexts go back to `sc_rw_ctxts`, which
+/// `svc_rdma_free` has already emptied with `svc_rdma_destroy_rw_ctxts`
+/// (it runs before `svc_rdma_send_ctxts_destroy`), so it is called once
+/// more; it only frees what the list holds. The QP those contexts refer to
+/// is destroyed only after this. Doing this here rather than in the final
+/// drain keeps every drain, called once per RPC, free of a teardown test.
+pub(crate) fn release_at_teardown(rdma: &Rdma) -> usize {
+    let released = orphans_release(rdma).saturating_add(reclaim_unreturned(rdma).posted as usize);
+    if released > 0 {
+        // SAFETY: the transport is live; its R/W context list holds only
+        // idle contexts (the QP is drained).
+        unsafe { sys::svc_rdma_destroy_rw_ctxts(rdma.as_ptr()) };
+    }
+    released
 }
 
 /// Pops one ctxt from the free list. `llist_del_first` allows one
@@ -613,9 +629,10 @@ pub(crate) unsafe fn queue_for_release(
     // SAFETY: the caller hands over a ctxt of `rdma` (`# Safety`), whose
     // ledger lives as long as it does.
     let state = &unsafe { ledger(rdma, ctxt) }.state;
+    // Posted first: most puts come from the Send completion.
     state
-        .cmpxchg(CtxtState::Owned, CtxtState::Queued, Relaxed)
-        .or_else(|_| state.cmpxchg(CtxtState::Posted, CtxtState::Queued, Relaxed))?;
+        .cmpxchg(CtxtState::Posted, CtxtState::Queued, Relaxed)
+        .or_else(|_| state.cmpxchg(CtxtState::Owned, CtxtState::Queued, Relaxed))?;
     // SAFETY: per the caller; the list belongs to the live transport.
     let first = unsafe {
         sys::rs_llist_add(
@@ -633,9 +650,7 @@ pub(crate) unsafe fn queue_for_release(
 /// Parks a ctxt whose WR chain was only partly posted (see
 /// [`crate::sq::post_send`]): its Send will never complete, but posted
 /// Writes may still read its mappings, so it can be released only after
-/// `svc_rdma_free` has drained the QP: in its `svc_rdma_send_ctxts_drain`
-/// call, before `svc_rdma_destroy_rw_ctxts` (the release returns the
-/// chunks' R/W contexts to `sc_rw_ctxts`), else in [`send_ctxts_destroy`].
+/// `svc_rdma_free` has drained the QP: in [`release_at_teardown`].
 /// The list is global because `svcxprt_rdma` has no field for it; it is
 /// only ever non-empty after a post failure, which also closes the
 /// connection.

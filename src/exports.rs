@@ -82,18 +82,6 @@ pub unsafe extern "C" fn svc_rdma_send_ctxts_drain(rdma: *mut sys::svcxprt_rdma)
     // SAFETY: `rdma` is live for the call (`# Safety`).
     let rdma = unsafe { Rdma::from_raw(rdma) };
     ctxt::send_ctxts_drain(rdma);
-    // From svc_rdma_free, after ib_drain_qp and before
-    // svc_rdma_destroy_rw_ctxts: the ctxts parked after a partial post
-    // must give their chunks' R/W contexts back now, or they would land on
-    // sc_rw_ctxts after it was emptied for the last time and leak. This
-    // call is recognised by its transport state (no reference left on a
-    // transport marked XPT_DEAD, see `Rdma::is_being_freed`): should a
-    // later kernel drain elsewhere in that state, or before ib_drain_qp,
-    // the orphans' Writes could still be in flight.
-    if rdma.is_being_freed() {
-        ctxt::orphans_release(rdma);
-        ctxt::reclaim_unreturned(rdma);
-    }
 }
 same_signature!(svc_rdma_send_ctxts_drain);
 

@@ -339,65 +339,6 @@ mod tests {
         Ok(())
     }
 
-    /// Marks the stand-in as `svc_rdma_free` finds a transport: no
-    /// reference left, deleted (`XPT_DEAD`).
-    fn as_being_freed(f: &FakeRdma) {
-        // SAFETY: fields of our stand-in, which only this thread uses.
-        unsafe {
-            (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 0;
-            sys::set_bit(
-                sys::XPT_DEAD as kernel::ffi::c_ulong,
-                addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
-            );
-        }
-    }
-
-    /// A Send posted whose completion never comes (a provider that lost
-    /// it): C leaks the ctxt; `svc_rdma_free`'s drain, after
-    /// `ib_drain_qp`, must find it and release it to the free list, and
-    /// count it. An owned ctxt is left alone.
-    #[test]
-    fn posted_without_completion_is_reclaimed_at_free() -> Result {
-        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut writes = [sys::ib_send_wr::default()];
-        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
-        let p = c.as_ptr();
-        let mut none = [];
-        let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
-        assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
-        let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
-        // While the transport is in use nothing is reclaimed.
-        // SAFETY: our stand-in; one reference, as while serving.
-        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 1 };
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: the free list of our stand-in, which only this thread uses.
-        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        as_being_freed(&f);
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: the free list of our stand-in and the ctxt now on it;
-        // only this thread uses them.
-        unsafe {
-            let first = (*f.raw()).sc_send_ctxts.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-        }
-        assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before + 1);
-        // The counter is the module's: give back what the stand-in added.
-        crate::stats::add(&crate::stats::CTXTS_RECLAIMED, -1);
-        // Found again by a second look, as `Owned`: reported, not taken.
-        assert_eq!(
-            crate::ctxt::reclaim_unreturned(f.rdma()),
-            crate::ctxt::Unreturned {
-                posted: 0,
-                other: 1
-            }
-        );
-        let _ = owned.into_raw(); // `f` frees it
-        Ok(())
-    }
-
     /// A ctxt put twice is queued once: the second put would link it into
     /// the list it is already on. (Through `queue_for_release`, the put
     /// without its warning, which would flag the run's log.)
@@ -448,7 +389,7 @@ mod tests {
     /// The partial post that C leaks: two chunk Writes and the Send; the
     /// first Write is posted, the rest are not. Nothing may be released
     /// while the transport is in use, the unposted entries come back at
-    /// once, and `svc_rdma_free`'s drain must release the ctxt.
+    /// once, and `svc_rdma_free`'s teardown must release the ctxt.
     #[test]
     fn post_chain_partial_post_parks_until_free() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
@@ -459,46 +400,66 @@ mod tests {
         // Second Write and Send were not posted: 2 of 3 entries back.
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
         assert!(f.rdma().is_closing());
-        // Not released early: neither free nor release list has it.
-        // SAFETY: lists of our transport.
+        // Not released early: neither free nor release list has it, and a
+        // drain by an nfsd thread finishing an RPC does not release it.
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: lists of our transport, which only this thread uses.
         unsafe {
             assert!((*f.raw()).sc_send_ctxts.first.is_null());
             assert!((*f.raw()).sc_send_release_list.first.is_null());
         }
-        // A drain by an nfsd thread finishing an RPC (the transport holds
-        // references) must not release it.
-        // SAFETY: our stand-in; one reference, as while serving.
-        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 1 };
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: the free list of our stand-in, which only this thread uses.
-        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        // No reference left but not deleted (XPT_DEAD unset): not
-        // svc_rdma_free, nothing released.
-        // SAFETY: our stand-in; the last reference dropped.
-        unsafe { (*f.raw()).sc_xprt.xpt_ref.refcount.refs.counter = 0 };
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: the free list of our stand-in, which only this thread uses.
-        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        // svc_rdma_free's drain (deleted, no reference left, QP drained)
-        // releases it onto the free list, before the R/W contexts are
-        // destroyed.
-        // SAFETY: the flags word of our stand-in.
-        unsafe {
-            sys::set_bit(
-                sys::XPT_DEAD as kernel::ffi::c_ulong,
-                addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
-            )
-        };
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // svc_rdma_free's teardown (QP drained) releases it onto the free
+        // list.
+        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
         // SAFETY: the free list of our stand-in and the ctxt it now holds;
         // only this thread uses them.
         unsafe {
             let first = (*f.raw()).sc_send_ctxts.first;
             assert!(first == addr_of_mut!((*p).sc_node));
         }
+        Ok(())
+    }
+
+    /// A Send posted whose completion never comes (a provider that lost
+    /// it): C leaks the ctxt; `svc_rdma_free`'s teardown, after
+    /// `ib_drain_qp`, must find it and release it to the free list, and
+    /// count it. An owned ctxt is left alone.
+    #[test]
+    fn posted_without_completion_is_reclaimed_at_free() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let mut writes = [sys::ib_send_wr::default()];
+        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let p = c.as_ptr();
+        let mut none = [];
+        let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
+        assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
+        let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
+        // A drain while the transport is in use reclaims nothing.
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: the free list of our stand-in, which only this thread uses.
+        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
+        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
+        // SAFETY: the free list of our stand-in and the ctxt now on it;
+        // only this thread uses them.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+        assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before + 1);
+        // The counter is the module's: give back what the stand-in added.
+        crate::stats::add(&crate::stats::CTXTS_RECLAIMED, -1);
+        // Found again by a second look, as `Owned`: reported, not taken.
+        assert_eq!(
+            crate::ctxt::reclaim_unreturned(f.rdma()),
+            crate::ctxt::Unreturned {
+                posted: 0,
+                other: 1
+            }
+        );
+        let _ = owned.into_raw(); // `f` frees it
         Ok(())
     }
 }

@@ -131,13 +131,6 @@ bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma)
 	return svc_xprt_is_dead(&rdma->sc_xprt);
 }
 
-/* True only inside ->xpo_free (svc_rdma_free): the last reference is gone. */
-bool rs_xprt_being_freed(const struct svcxprt_rdma *rdma)
-{
-	return kref_read(&rdma->sc_xprt.xpt_ref) == 0 &&
-	       test_bit(XPT_DEAD, &rdma->sc_xprt.xpt_flags);
-}
-
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
 {
 	set_bit(XPT_DATA, &rdma->sc_xprt.xpt_flags);

@@ -63,7 +63,6 @@ unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma);
 void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid);
 bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma);
 bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma);
-bool rs_xprt_being_freed(const struct svcxprt_rdma *rdma);
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);

@@ -75,17 +75,6 @@ impl Rdma {
         unsafe { addr_of_mut!((*self.as_ptr()).sc_sq_ticket_wait) }
     }
 
-    /// True only in `svc_rdma_free`: `svc_xprt_free` calls `->xpo_free`
-    /// once the last reference is gone (a reference count of 0 is never
-    /// seen by anyone else), and only for a transport `svc_delete_xprt`
-    /// marked `XPT_DEAD` (a connection that was ever served). There,
-    /// `svc_rdma_send_ctxts_drain` is called after `ib_drain_qp`, so no
-    /// completion can run any more. Relied on by the orphan release.
-    pub(crate) fn is_being_freed(&self) -> bool {
-        // SAFETY: the transport is live (being freed, not yet freed).
-        unsafe { sys::rs_xprt_being_freed(self.as_ptr()) }
-    }
-
     /// `sc_max_req_size`: size of the transport header buffer.
     pub(crate) fn max_req_size(&self) -> usize {
         // SAFETY: set before the transport is published, constant after.
