@@ -52,14 +52,19 @@ for i in $(seq 1 "$RUNS"); do
 		-P "$P/libinsn_profile.so,out=@RUN@/insn" profile "$N" c:c rust:rust-nokunit) || rc=$?
 	relay_guest_log "" "$run"
 	[ "$rc" = 0 ] || fail "profile run $i: VM status $rc ($run/console.log)"
+	# The symbol lists of the builds that ran, kept with the counts.
+	for b in c:c rust:rust-nokunit; do
+		mkdir -p "$run/build-${b%%:*}"
+		cp "$TOP/build/${b#*:}"/{sendpath-symbols,text-bytes}.txt "$run/build-${b%%:*}/"
+		cp "$TOP/build/${b#*:}/shim-symbols.txt" "$run/build-${b%%:*}/" 2>/dev/null || true
+	done
 	runs+=("$run")
 done
 
 say "instructions per reply, production builds, N=$N RPCs per class and version, $RUNS run(s):"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-"$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" \
-	"$TOP/build/c" "$TOP/build/rust-nokunit" "${runs[@]}" |
+"$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" "${runs[@]}" |
 	tee "$LOGS/profile-table.txt" || fail "profile_report.py failed"
 c_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/c/text-bytes.txt")
 r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-nokunit/text-bytes.txt")

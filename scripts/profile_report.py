@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""profile_report.py [--plot=PNG] BUILD_C BUILD_RUST RUN [RUN...]: the instruction
-profile's tables, from the runs of scripts/profile.sh.
+"""profile_report.py [--plot=PNG] RUN [RUN...]: the instruction profile's
+tables, from the runs of scripts/profile.sh.
 
 Each RUN holds the plugin's window files (insn.K: "address count" per
 executed kernel instruction, and "total N"), profile-windows.txt ("K FLAVOUR
-CLASS VERSION N" in the order the guest opened them) and, per flavour, the
-kernel's text symbols with that flavour's module loaded (kallsyms-F.txt).
+CLASS VERSION N" in the order the guest opened them), per flavour the
+kernel's text symbols with that flavour's module loaded (kallsyms-F.txt),
+and the symbol lists of the builds that ran (build-F/).
 
 Attribution: an address belongs to the text symbol at or below it. The Send
 path's own code is, for c, the functions of svc_rdma_sendto.o (in rpcrdma);
@@ -17,8 +18,9 @@ executions of the first instructions of the Send completion handler (one
 per Send, error replies included).
 
 Prints, per class and version: replies, Send-path instructions per reply
-and kernel instructions per reply for c and rust and their ratio (first
-run); with more runs, the largest relative difference between runs of the
+(for rust also the part spent in the C shim and the kernel's Rust helpers,
+"glue": C has those inline) and kernel instructions per reply for c and
+rust and their ratio (first run); with more runs, the largest relative difference between runs of the
 same window, in total and per Send-path symbol. Writes the per-symbol
 breakdown to RUN/profile-symbols.txt.
 """
@@ -53,6 +55,11 @@ def sendpath_names(build, flavour):
         if os.path.exists(p):
             names.update(line.strip() for line in open(p) if line.strip())
     return names
+
+
+def shim_names(build):
+    p = os.path.join(build, "shim-symbols.txt")
+    return {line.strip() for line in open(p)} if os.path.exists(p) else set()
 
 
 def is_sendpath(flavour, names, name, mod):
@@ -103,8 +110,10 @@ def analyse(run, builds):
             if is_sendpath(flavour, names, name, mod):
                 per_sym[name] = per_sym.get(name, 0) + c
         replies = sum(first.values())
+        glue = sum(n for name, n in per_sym.items()
+                   if name.startswith("rust_helper_") or name in shim_names(builds[flavour]))
         out[(flavour, cls, vers)] = {
-            "replies": replies, "total": total, "sendpath": sum(per_sym.values()),
+            "replies": replies, "total": total, "sendpath": sum(per_sym.values()), "glue": glue,
             "per_sym": per_sym, "rpcs": int(n)}
     return out
 
@@ -143,13 +152,12 @@ def main():
     plot_path = None
     if args and args[0].startswith("--plot="):
         plot_path = args.pop(0)[len("--plot="):]
-    builds = {"c": args[0], "rust": args[1]}
-    runs = args[2:]
-    results = [analyse(r, builds) for r in runs]
+    runs = args
+    results = [analyse(r, {f: os.path.join(r, f"build-{f}") for f in ("c", "rust")}) for r in runs]
     first = results[0]
     classes = sorted({(cls, vers) for (_, cls, vers) in first},
                      key=lambda cv: (cv[1], cv[0]))
-    print("    class           vers  replies(c/rust)  send-path insns/reply: c    rust   rust/c"
+    print("    class           vers  replies(c/rust)  send-path insns/reply: c    rust (glue)  rust/c"
           "   kernel insns/reply: c      rust   rust/c")
     rows = []
     for cls, vers in classes:
@@ -165,8 +173,9 @@ def main():
         rs = r["sendpath"] / r["replies"] if r["replies"] else 0
         ct = c["total"] / c["replies"] if c["replies"] else 0
         rt = r["total"] / r["replies"] if r["replies"] else 0
+        rg = r["glue"] / r["replies"] if r["replies"] else 0
         print(f"    {cls:15} {vers:5} {c['replies']:>6}/{r['replies']:<6}"
-              f"   {cs:>20.0f} {rs:>7.0f} {ratio(rs, cs):>8}"
+              f"   {cs:>20.0f} {rs:>7.0f} ({rg:>3.0f}) {ratio(rs, cs):>8}"
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
         if cs and ct:
             rows.append((cls, vers, rs / cs, rt / ct))

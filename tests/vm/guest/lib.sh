@@ -120,6 +120,8 @@ rsh_client() {
 start_nfsd() {
 	modprobe nfsd
 	mount -t nfsd nfsd /proc/fs/nfsd
+	# Kernel messages from here on are the server's (not KUnit's at load).
+	DMESG_MARK=$(dmesg | wc -l)
 	# Short lease and grace: NFSv4 OPEN otherwise waits out 90 s of grace.
 	echo 10 >/proc/fs/nfsd/nfsv4leasetime
 	echo 10 >/proc/fs/nfsd/nfsv4gracetime
@@ -178,6 +180,9 @@ send_path_leaks() {
 	true
 }
 
+# server_dmesg: the kernel messages since knfsd was started.
+server_dmesg() { dmesg | tail -n +$((${DMESG_MARK:-0} + 1)); }
+
 # expect_no_leaks WHO: records the leak counters; any not 0 fails WHO.
 # Transports are freed asynchronously after the server stops (a soft-iWARP
 # connection's teardown can take seconds, and each transport's pool is
@@ -201,10 +206,10 @@ expect_no_leaks() {
 	f=/sys/module/rpcrdma/parameters/send_ctxts_reclaimed
 	if [ -r $f ]; then
 		result send_ctxts_reclaimed "$(cat $f)"
-		dmesg | grep 'rpcrdma: transport teardown:' | tail -5 | sed 's/^/    /'
+		server_dmesg | grep 'rpcrdma: transport teardown:' | tail -5 | sed 's/^/    /'
 	fi
-	if dmesg | grep -q 'rpcrdma: send ctxt put while'; then
-		dmesg | grep 'rpcrdma: send ctxt put while' | tail -5 | sed 's/^/    /'
+	if server_dmesg | grep -q 'rpcrdma: send ctxt put while'; then
+		server_dmesg | grep 'rpcrdma: send ctxt put while' | tail -5 | sed 's/^/    /'
 		fail "$1: a send ctxt was put twice"
 	fi
 	l=$(send_path_leaks)
