@@ -28,6 +28,7 @@ Prints "class=<name> expected=<o> got=<o> x<n>" per class and a summary;
 exit status 1 if any class did not behave as expected.
 """
 
+import os
 import struct
 import sys
 import time
@@ -444,13 +445,13 @@ def main():
     bad = 0
     total = 0
     classes = 0
-    for name, (expected, build, *verify) in table.items():
-        if (wanted and name not in wanted) or (not wanted and name in SMALL_SQ):
-            continue
-        classes += 1
-        outcomes = {}
-        started = uptime()
-        why = []
+    # HOSTILE_RETRY_ONCE=1 (the soft-iWARP pass, one repetition per class):
+    # a class that did not behave as expected runs once more; if it then
+    # does, it passes as "retried", with what happened first and why.
+    retry_once = os.environ.get("HOSTILE_RETRY_ONCE") == "1"
+
+    def run_class(name, expected, build, verify):
+        outcomes, why = {}, []
         for r in range(reps):
             conn = Conn(server, port)
             xid = 0x40000000 + (zlib.crc32(name.encode()) & 0xFFFF) * 256 + r
@@ -461,14 +462,32 @@ def main():
             outcomes[got] = outcomes.get(got, 0) + 1
             if got != expected and conn.why:
                 why.append(conn.why)
-            total += 1
+        return outcomes, why
+
+    def shown(outcomes):
+        return ",".join(f"{k}x{v}" for k, v in outcomes.items())
+
+    for name, (expected, build, *verify) in table.items():
+        if (wanted and name not in wanted) or (not wanted and name in SMALL_SQ):
+            continue
+        classes += 1
+        started = uptime()
+        outcomes, why = run_class(name, expected, build, verify)
+        total += reps
         ok = list(outcomes) == [expected]
+        retried = ""
+        if not ok and retry_once:
+            again, _ = run_class(name, expected, build, verify)
+            total += reps
+            if list(again) == [expected]:
+                retried = f" retried(first={shown(outcomes)} why={';'.join(why)!r})"
+                outcomes, why, ok = again, [], True
         live = alive(server, port)
         bad += (not ok) + (live == "NO")
         # The guest's uptime, to match the kernel log; why a connection
         # closed unexpectedly.
-        detail = f" at={started:.1f}s" + (f" why={';'.join(why)!r}" if why else "")
-        print(f"class={name} expected={expected} got={','.join(f'{k}x{v}' for k, v in outcomes.items())}"
+        detail = f" at={started:.1f}s" + (f" why={';'.join(why)!r}" if why else "") + retried
+        print(f"class={name} expected={expected} got={shown(outcomes)}"
               f" server_alive={live}{detail} {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "credit_overrun" in wanted:
         classes += 1
