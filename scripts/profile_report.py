@@ -188,28 +188,30 @@ def main():
                     per = n / v["replies"] if v["replies"] else 0
                     f.write(f"{flavour} {cls} {vers} {per:.1f} {name}\n")
     if len(results) > 1:
-        worst_total = worst_sym = 0.0
-        where_total = where_sym = ""
-        for key in first:
-            vals = [res[key] for res in results if key in res]
-            if len(vals) < 2:
-                continue
-            tot = [v["total"] / v["replies"] for v in vals if v["replies"]]
-            if tot and min(tot):
-                d = (max(tot) - min(tot)) / min(tot)
-                if d > worst_total:
-                    worst_total, where_total = d, " ".join(key)
-            big = {s for s, n in vals[0]["per_sym"].items() if n >= 0.01 * vals[0]["sendpath"]}
-            for s in big:
-                per = [v["per_sym"].get(s, 0) / v["replies"] for v in vals if v["replies"]]
-                if per and min(per):
-                    d = (max(per) - min(per)) / min(per)
-                    if d > worst_sym:
-                        worst_sym, where_sym = d, f"{' '.join(key)} {s}"
-        print(f"    repeatability over {len(results)} runs: kernel insns/reply within"
-              f" {100 * worst_total:.2f}% (worst: {where_total}); Send-path symbols"
-              f" (>= 1% of the path) within {100 * worst_sym:.2f}% (worst: {where_sym})")
+        worst = {"sendpath": (0.0, ""), "total": (0.0, ""), "symbol": (0.0, "")}
 
+        def note(what, values, where):
+            values = [v for v in values if v]
+            if len(values) > 1:
+                d = (max(values) - min(values)) / min(values)
+                if d > worst[what][0]:
+                    worst[what] = (d, where)
+
+        for key in first:
+            vals = [res[key] for res in results if key in res and res[key]["replies"]]
+            where = " ".join(key)
+            note("sendpath", [v["sendpath"] / v["replies"] for v in vals], where)
+            note("total", [v["total"] / v["replies"] for v in vals], where)
+            if not vals:
+                continue
+            big = {s for s, n in vals[0]["per_sym"].items() if n >= 0.01 * vals[0]["sendpath"]}
+            for sym in big:
+                note("symbol", [v["per_sym"].get(sym, 0) / v["replies"] for v in vals], f"{where} {sym}")
+        print(f"    repeatability over {len(results)} runs (largest difference between runs):"
+              f" Send-path instructions per reply {100 * worst['sendpath'][0]:.2f}%"
+              f" ({worst['sendpath'][1]}), kernel instructions per reply"
+              f" {100 * worst['total'][0]:.2f}% ({worst['total'][1]}); one Send-path symbol"
+              f" (>= 1% of the path) {100 * worst['symbol'][0]:.2f}% ({worst['symbol'][1]})")
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES]
-#           [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] SCRIPT [ARG...]
+#           [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -23,12 +23,13 @@
 # -A replaces the accelerator option (default tcg: one host thread per vCPU).
 # -P loads a TCG plugin ("PATH.so,arg=value,..."; @RUN@ in it becomes the
 # run's directory), e.g. the instruction profiler of scripts/profile.sh.
+# -Q adds QEMU options (split on spaces), e.g. "-icount shift=0,sleep=off".
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN=
-while getopts t:n:m:c:N:M:d:K:I:e:A:P: o; do
+KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN= QEMU_EXTRA=
+while getopts t:n:m:c:N:M:d:K:I:e:A:P:Q: o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
@@ -42,7 +43,8 @@ while getopts t:n:m:c:N:M:d:K:I:e:A:P: o; do
 	e) EXTRA="$EXTRA $OPTARG" ;;
 	A) ACCEL=$OPTARG ;;
 	P) PLUGIN=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] SCRIPT [ARG...]" ;;
+	Q) QEMU_EXTRA=$OPTARG ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -105,7 +107,7 @@ timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
 	-accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
 	-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
 	-no-reboot -display none -monitor none -nodefaults \
-	${PLUGIN:+-plugin "${PLUGIN//@RUN@/$RUN}"} \
+	${PLUGIN:+-plugin "${PLUGIN//@RUN@/$RUN}"} $QEMU_EXTRA \
 	-serial file:"$RUN/console.log" \
 	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODTREE" ro) \
 	$(fs results "$RUN") $NET \
