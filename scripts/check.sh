@@ -356,12 +356,14 @@ do_failslab() {
 	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
 }
 
-# A one-round smoke of `make bench` (2 s jobs, 2 s profiles): the harness,
-# not the numbers. Every job measured for both flavours and NFS versions, a
-# ceiling, the server profiles, the table, JSON and plot written.
+# A one-round smoke of `make bench`'s end-to-end part (2 s jobs, no perf
+# pass): the harness, not the numbers. Every job measured for both flavours
+# and NFS versions, a ceiling, the table, JSON and plot written. (The perf
+# pass, which cannot rank the flavours, is left to `make bench`; the
+# Send path's cost is the instruction profile's, smoked below.)
 do_bench_smoke() {
 	local log=$LOGS/bench-smoke.log rc=0 run
-	bash "$TOP/scripts/bench.sh" 1 2 2 >"$log" 2>&1 || rc=$?
+	bash "$TOP/scripts/bench.sh" 1 2 0 >"$log" 2>&1 || rc=$?
 	run=$(readlink -f "$CACHE/bench/latest" 2>/dev/null || true)
 	relay_guest "bench smoke" "$run"
 	if [ "$rc" != 0 ] || [ -z "$run" ] || [ "$(stat -c %Y "$run")" -lt "$((T_START_EPOCH))" ]; then
@@ -375,18 +377,6 @@ do_bench_smoke() {
 		ok "bench smoke: 12 jobs x c,rust measured, ceiling measured, table and JSON written ($run)"
 	else
 		bad "bench smoke: table has $rows of 12 job rows or the ceiling is missing ($run/table.md)"
-	fi
-	# perf ran for both flavours and both jobs and its reports were parsed.
-	# (Send-path samples in a 2 s profile are a handful or none: whether
-	# the symbol lists match is shown by the full run, not asserted here.)
-	if python3 -c "
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-seen = {(r['flavour'], r['job']) for r in rows if r['samples'] > 0 and r['ops'] > 0}
-sys.exit(len(seen) != 4)" "$run/profile.jsonl"; then
-		ok "bench smoke: perf profiles of the server for both flavours and both jobs"
-	else
-		bad "bench smoke: no server profile for both flavours ($run/profile.jsonl)"
 	fi
 	if [ -s "$run/ratios.png" ]; then
 		ok "bench smoke: plot written ($run/ratios.png)"
