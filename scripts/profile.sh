@@ -37,12 +37,13 @@ cc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
 	-o "$P/libinsn_profile.so" "$TOP/tests/profile/insn_profile.c" || die "the profiler plugin does not build"
 cc -O2 -Wall -Werror -static -o "$P/mark" "$TOP/tests/profile/mark.c" || die "the window marker does not build"
 
-# The production builds: what a server runs (rebuilt when older than the
-# sources; make check's lint has usually just built both).
+# The production builds: what a server runs, rebuilt when older than the
+# sources. The rust one has a name of its own: lint's rust-nokunit is
+# compiled by clippy-driver, whose code differs (twice the functions).
 fresh() { [ -f "$TOP/build/$1/rpcrdma.ko" ] &&
 	[ -z "$(find "$TOP/src" "$TOP/bindings" "$TOP/Kbuild" -newer "$TOP/build/$1/rpcrdma.ko" -print -quit)" ]; }
 fresh c || bash "$TOP/scripts/build-module.sh" c >/dev/null || die "the c flavour does not build"
-fresh rust-nokunit || MODULE_MAKE_ARGS=RPCRDMA_RS_KUNIT=n bash "$TOP/scripts/build-module.sh" rust rust-nokunit >/dev/null ||
+fresh rust-prod || MODULE_MAKE_ARGS=RPCRDMA_RS_KUNIT=n bash "$TOP/scripts/build-module.sh" rust rust-prod >/dev/null ||
 	die "the rust flavour without KUnit does not build"
 
 if [ "${PROFILE_SMOKE:-0}" = 1 ]; then
@@ -58,11 +59,11 @@ runs=()
 for i in $(seq 1 "$RUNS"); do
 	rc=0
 	run=$(bash "$TOP/scripts/vm-run.sh" -t 1800 -n "profile$i" -A tcg,thread=single -Q "$ICOUNT" \
-		-P "$P/libinsn_profile.so,out=@RUN@/insn" profile "$N" c:c rust:rust-nokunit) || rc=$?
+		-P "$P/libinsn_profile.so,out=@RUN@/insn" profile "$N" c:c rust:rust-prod) || rc=$?
 	relay_guest_log "" "$run"
 	[ "$rc" = 0 ] || fail "profile run $i: VM status $rc ($run/console.log)"
 	# The symbol lists of the builds that ran, kept with the counts.
-	for b in c:c rust:rust-nokunit; do
+	for b in c:c rust:rust-prod; do
 		mkdir -p "$run/build-${b%%:*}"
 		cp "$TOP/build/${b#*:}"/{sendpath-symbols,text-bytes}.txt "$run/build-${b%%:*}/"
 		cp "$TOP/build/${b#*:}/shim-symbols.txt" "$run/build-${b%%:*}/" 2>/dev/null || true
@@ -76,8 +77,8 @@ PY=/usr/bin/python3
 "$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" "${runs[@]}" |
 	tee "$LOGS/profile-table.txt" || fail "profile_report.py failed"
 c_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/c/text-bytes.txt")
-r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-nokunit/text-bytes.txt")
-echo "    Send-path text bytes (production builds): c $c_text, rust $r_text ($(tr '\n' ' ' <"$TOP/build/rust-nokunit/text-bytes.txt")), rust/c $(awk -v a="$r_text" -v b="$c_text" 'BEGIN { printf "%.2f", a / b }')" |
+r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-prod/text-bytes.txt")
+echo "    Send-path text bytes (production builds): c $c_text, rust $r_text ($(tr '\n' ' ' <"$TOP/build/rust-prod/text-bytes.txt")), rust/c $(awk -v a="$r_text" -v b="$c_text" 'BEGIN { printf "%.2f", a / b }')" |
 	tee -a "$LOGS/profile-table.txt"
 
 if [ "${PROFILE_SMOKE:-0}" = 1 ]; then
