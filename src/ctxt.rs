@@ -442,14 +442,19 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
     // `num_sge` counts only SGEs that were mapped; never trust it past the
     // array.
     let mapped = usize::try_from(num_sge).unwrap_or(0).min(sges.len());
-    for sge in sges.get(1..mapped).unwrap_or_default() {
-        // SAFETY: each SGE past the first was mapped by page_dma_map with
-        // this address and length.
-        unsafe {
-            sys::rs_trace_dma_unmap_page(addr_of_mut!((*ctxt).sc_cid), sge.addr, sge.length);
-            sys::rs_ib_dma_unmap_page(rdma.device(), sge.addr, sge.length as usize);
+    let payload = sges.get(1..mapped).unwrap_or_default();
+    if !payload.is_empty() {
+        let device = rdma.device();
+        for sge in payload {
+            // SAFETY: each SGE past the first was mapped by page_dma_map
+            // with this address and length.
+            unsafe {
+                sys::rs_trace_dma_unmap_page(addr_of_mut!((*ctxt).sc_cid), sge.addr, sge.length);
+                sys::rs_ib_dma_unmap_page(device, sge.addr, sge.length as usize);
+            }
         }
-        crate::stats::add(&crate::stats::SGES_MAPPED, -1);
+        let n = i64::try_from(payload.len()).unwrap_or(0);
+        crate::stats::add(&crate::stats::SGES_MAPPED, 0i64.saturating_sub(n));
     }
 }
 

@@ -69,6 +69,8 @@ unsafe fn for_each_fragment(
 struct MapData<'a> {
     rdma: &'a Rdma,
     ctxt: *mut sys::svc_rdma_send_ctxt,
+    /// `rdma`'s device, read once per reply rather than per page.
+    device: *mut sys::ib_device,
 }
 
 /// `svc_rdma_page_dma_map`: maps `len` bytes at `offset` in `page` into the
@@ -97,7 +99,7 @@ fn page_dma_map(
     // SAFETY: `page` holds the reply's data at `offset..offset + len`.
     let rc = unsafe {
         sys::rs_ib_dma_map_page(
-            rdma.device(),
+            md.device,
             page,
             offset as kernel::ffi::c_ulong,
             len as usize,
@@ -109,7 +111,7 @@ fn page_dma_map(
     if rc == 0 && crate::fault::inject(crate::fault::Point::DmaMap) {
         // As if the mapping had failed: undo it, then take the error path.
         // SAFETY: `addr` was just mapped for `len` bytes.
-        unsafe { sys::rs_ib_dma_unmap_page(rdma.device(), addr, len as usize) };
+        unsafe { sys::rs_ib_dma_unmap_page(md.device, addr, len as usize) };
         // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
         unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
         return Err(EIO);
@@ -390,7 +392,11 @@ pub(crate) unsafe fn map_reply_msg(
         // SAFETY: the same ctxt, list and reply.
         Ok(Inline::PullUp) => unsafe { pull_up_reply_msg(rdma, sctxt, write_pcl, xdr) },
         Ok(Inline::Map) => {
-            let mut md = MapData { rdma, ctxt: sctxt };
+            let mut md = MapData {
+                rdma,
+                ctxt: sctxt,
+                device: rdma.device(),
+            };
             // SAFETY: the Write list and the reply; `xb_dma_map` takes a
             // `MapData`, which `md` is.
             unsafe { process_nonpayloads(write_pcl, xdr, xb_dma_map, &mut md) }

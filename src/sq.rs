@@ -208,13 +208,9 @@ pub(crate) fn post_send_err(
 /// # Safety
 ///
 /// Called by the RDMA core with a polled Send work completion of a
-/// transport's Send CQ (`cq_context` is the transport; the WC's `wr_cqe` is
-/// the `sc_cqe` of a posted send ctxt).
-pub(crate) unsafe extern "C" fn wc_send(cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: a Send CQ's context is its transport (`# Safety`), which
-    // outlives its completions because svc_rdma_free drains the QP first
-    // (module docs).
-    let rdma = unsafe { Rdma::from_raw(sys::rs_cq_context(cq).cast()) };
+/// transport's Send CQ (the WC's `wr_cqe` is the `sc_cqe` of a send ctxt
+/// that transport posted).
+pub(crate) unsafe extern "C" fn wc_send(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
     // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt, whose ownership
     // the completion now takes.
     let (ctxt, status) = unsafe {
@@ -224,6 +220,11 @@ pub(crate) unsafe extern "C" fn wc_send(cq: *mut sys::ib_cq, wc: *mut sys::ib_wc
             (*wc).status,
         )
     };
+    // The ctxt's transport, the CQ's context (C reads the latter; the CQ is
+    // opaque here, the ctxt is not). It outlives its completions because
+    // svc_rdma_free drains the QP first (module docs).
+    // SAFETY: `sc_rdma` is set at allocation, and the ctxt is ours.
+    let rdma = unsafe { Rdma::from_raw((*ctxt).sc_rdma) };
     // SAFETY: the ctxt is ours until put.
     let (sqecount, cid) = unsafe { ((*ctxt).sc_sqecount, addr_of!((*ctxt).sc_cid)) };
     wake_send_waiters(rdma, sqecount);

@@ -106,11 +106,6 @@ struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma)
 	return rdma->sc_cm_id->device;
 }
 
-void *rs_cq_context(const struct ib_cq *cq)
-{
-	return cq->cq_context;
-}
-
 unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
 {
 	return svc_serv_maxpages(rdma->sc_xprt.xpt_server);

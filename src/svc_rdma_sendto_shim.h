@@ -58,7 +58,6 @@ s64 rs_stat_read(int which);
 
 /* Transport state */
 struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma);
-void *rs_cq_context(const struct ib_cq *cq);
 unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma);
 void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid);
 bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma);
