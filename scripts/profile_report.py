@@ -97,6 +97,7 @@ def analyse(run, builds):
         table = syms[flavour]
         starts = [s[0] for s in table]
         names = sendpath_names(builds[flavour], flavour)
+        shims = shim_names(builds[flavour])
         counts, total = window_counts(os.path.join(run, f"insn.{k}"))
         per_sym = {}
         first = {}
@@ -111,7 +112,7 @@ def analyse(run, builds):
                 per_sym[name] = per_sym.get(name, 0) + c
         replies = sum(first.values())
         glue = sum(n for name, n in per_sym.items()
-                   if name.startswith("rust_helper_") or name in shim_names(builds[flavour]))
+                   if name.startswith("rust_helper_") or name in shims)
         out[(flavour, cls, vers)] = {
             "replies": replies, "total": total, "sendpath": sum(per_sym.values()), "glue": glue,
             "per_sym": per_sym, "rpcs": int(n)}
