@@ -386,6 +386,27 @@ mod tests {
         Ok(())
     }
 
+    /// `p`, the only ctxt of `f` not owned by the test, is released by no
+    /// drain (an nfsd thread finishing an RPC), only by `svc_rdma_free`'s
+    /// teardown (QP drained), onto the free list.
+    fn released_only_at_teardown(f: &FakeRdma, p: *mut sys::svc_rdma_send_ctxt) {
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: lists of our transport, which only this thread uses.
+        unsafe {
+            assert!((*f.raw()).sc_send_ctxts.first.is_null());
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+        }
+        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
+        // SAFETY: the free list of our stand-in and the ctxt now on it;
+        // only this thread uses them.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+    }
+
     /// The partial post that C leaks: two chunk Writes and the Send; the
     /// first Write is posted, the rest are not. Nothing may be released
     /// while the transport is in use, the unposted entries come back at
@@ -400,24 +421,7 @@ mod tests {
         // Second Write and Send were not posted: 2 of 3 entries back.
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
         assert!(f.rdma().is_closing());
-        // Not released early: neither free nor release list has it, and a
-        // drain by an nfsd thread finishing an RPC does not release it.
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: lists of our transport, which only this thread uses.
-        unsafe {
-            assert!((*f.raw()).sc_send_ctxts.first.is_null());
-            assert!((*f.raw()).sc_send_release_list.first.is_null());
-        }
-        // svc_rdma_free's teardown (QP drained) releases it onto the free
-        // list.
-        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
-        // SAFETY: the free list of our stand-in and the ctxt it now holds;
-        // only this thread uses them.
-        unsafe {
-            let first = (*f.raw()).sc_send_ctxts.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-        }
+        released_only_at_teardown(&f, p);
         Ok(())
     }
 
@@ -435,19 +439,7 @@ mod tests {
         let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
         assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
         let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
-        // A drain while the transport is in use reclaims nothing.
-        // SAFETY: a live stand-in transport, process context.
-        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
-        // SAFETY: the free list of our stand-in, which only this thread uses.
-        unsafe { assert!((*f.raw()).sc_send_ctxts.first.is_null()) };
-        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
-        // SAFETY: the free list of our stand-in and the ctxt now on it;
-        // only this thread uses them.
-        unsafe {
-            let first = (*f.raw()).sc_send_ctxts.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-        }
+        released_only_at_teardown(&f, p);
         assert_eq!(
             crate::stats::CTXTS_RECLAIMED.load(Relaxed),
             before.saturating_add(1)
