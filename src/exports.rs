@@ -14,10 +14,14 @@
 //! header against the prototypes assumed here: a drifting prototype fails
 //! the build on one side or the other.
 
-use crate::ctxt::{self, SendCtxt};
+use crate::abstractions::recv_ctxt::{Pcl, RecvCtxt};
+use crate::abstractions::rqst::Rqst;
+use crate::abstractions::send_ctxt::Ctxt;
+use crate::abstractions::xdr_buf::XdrBuf;
+use crate::abstractions::xprt::Rdma;
+use crate::ctxt;
 use crate::sq;
 use crate::sys;
-use crate::xprt::Rdma;
 use kernel::ffi::{c_int, c_uint};
 
 /// Fails to compile unless the header's declaration (from bindgen) and our
@@ -65,7 +69,7 @@ pub unsafe extern "C" fn svc_rdma_send_ctxt_get(
 ) -> *mut sys::svc_rdma_send_ctxt {
     // SAFETY: `rdma` is live for the call (`# Safety`).
     let rdma = unsafe { Rdma::from_raw(rdma) };
-    ctxt::send_ctxt_get(rdma).map_or(core::ptr::null_mut(), SendCtxt::into_raw)
+    ctxt::send_ctxt_get(rdma).map_or(core::ptr::null_mut(), Ctxt::into_raw)
 }
 same_signature!(svc_rdma_send_ctxt_get);
 
@@ -100,8 +104,13 @@ pub unsafe extern "C" fn svc_rdma_send_ctxt_put(
     rdma: *mut sys::svcxprt_rdma,
     ctxt: *mut sys::svc_rdma_send_ctxt,
 ) {
-    // SAFETY: `rdma` is live and `ctxt` is handed over (`# Safety`).
-    unsafe { ctxt::send_ctxt_put(Rdma::from_raw(rdma), ctxt) };
+    // The ctxt names its transport itself (`sc_rdma`), which is `rdma`.
+    let _ = rdma;
+    // SAFETY: `ctxt` is a send ctxt of a live transport, handed over
+    // (`# Safety`).
+    if let Some(ctxt) = unsafe { Ctxt::from_raw(ctxt) } {
+        ctxt::send_ctxt_put(ctxt);
+    }
 }
 same_signature!(svc_rdma_send_ctxt_put);
 
@@ -135,8 +144,9 @@ pub unsafe extern "C" fn svc_rdma_sq_wait(
     cid: *const sys::rpc_rdma_cid,
     sqecount: c_int,
 ) -> c_int {
-    // SAFETY: `rdma` is live for the call (`# Safety`).
-    match sq::sq_wait(unsafe { Rdma::from_raw(rdma) }, cid, sqecount) {
+    // SAFETY: `rdma` is live and `cid` valid for the call (`# Safety`).
+    let (rdma, cid) = unsafe { (Rdma::from_raw(rdma), &*cid) };
+    match sq::sq_wait(rdma, cid, sqecount) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -163,9 +173,9 @@ pub unsafe extern "C" fn svc_rdma_post_send_err(
     sqecount: c_int,
     ret: c_int,
 ) -> c_int {
-    // SAFETY: `rdma` is live for the call (`# Safety`).
-    let rdma = unsafe { Rdma::from_raw(rdma) };
-    sq::post_send_err(rdma, cid, bad_wr, first_wr, sqecount, ret)
+    // SAFETY: `rdma` is live and `cid` valid for the call (`# Safety`).
+    let (rdma, cid) = unsafe { (Rdma::from_raw(rdma), &*cid) };
+    sq::post_send_err(rdma, cid, bad_wr == first_wr, sqecount, ret)
 }
 same_signature!(svc_rdma_post_send_err);
 
@@ -188,7 +198,7 @@ pub unsafe extern "C" fn svc_rdma_post_send(
 ) -> c_int {
     // SAFETY: `rdma` is live and the caller lends us `ctxt` (`# Safety`);
     // on failure it is given back below.
-    let (rdma, ctxt) = unsafe { (Rdma::from_raw(rdma), SendCtxt::from_raw(ctxt)) };
+    let (rdma, ctxt) = unsafe { (Rdma::from_raw(rdma), Ctxt::from_raw(ctxt)) };
     let Some(ctxt) = ctxt else {
         return kernel::error::code::EINVAL.to_errno();
     };
@@ -196,7 +206,7 @@ pub unsafe extern "C" fn svc_rdma_post_send(
         Ok(()) => 0,
         Err((e, ctxt)) => {
             // The C caller keeps ownership on failure and puts it itself.
-            ctxt.into_raw();
+            let _ = ctxt.into_raw();
             e.to_errno()
         }
     }
@@ -221,10 +231,10 @@ pub unsafe extern "C" fn svc_rdma_result_payload(
     offset: c_uint,
     length: c_uint,
 ) -> c_int {
-    // SAFETY: `rqstp` is a live request (`# Safety`).
-    let rctxt = unsafe { (*rqstp).rq_xprt_ctxt }.cast::<sys::svc_rdma_recv_ctxt>();
-    // SAFETY: the Call's receive ctxt, owned by this thread.
-    match unsafe { crate::reply::result_payload(rctxt, offset, length) } {
+    // SAFETY: `rqstp` is a live request whose receive ctxt this thread
+    // owns (`# Safety`).
+    let rctxt = unsafe { RecvCtxt::from_raw(Rqst::from_raw(rqstp).recv_ctxt_ptr()) };
+    match crate::reply::result_payload(rctxt, offset, length) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -253,8 +263,24 @@ pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     reply_pcl: *const sys::svc_rdma_pcl,
     xdr: *const sys::xdr_buf,
 ) -> c_int {
-    // SAFETY: the pointers are what `map_reply_msg` requires (`# Safety`).
-    unsafe { crate::mapping::map_reply_msg(Rdma::from_raw(rdma), sctxt, write_pcl, reply_pcl, xdr) }
+    // SAFETY: all valid for the call, `sctxt` lent by its owner
+    // (`# Safety`); the lists and reply are unchanged meanwhile.
+    let (rdma, sctxt, write_pcl, reply_pcl, xdr) = unsafe {
+        (
+            Rdma::from_raw(rdma),
+            Ctxt::from_raw(sctxt),
+            Pcl::from_raw(write_pcl.cast_mut()),
+            Pcl::from_raw(reply_pcl.cast_mut()),
+            XdrBuf::from_raw(xdr),
+        )
+    };
+    let Some(mut sctxt) = sctxt else {
+        return kernel::error::code::EINVAL.to_errno();
+    };
+    let ret = crate::mapping::map_reply_msg(rdma, &mut sctxt, write_pcl, reply_pcl, xdr);
+    // Lent, not given: the caller still owns it.
+    let _ = sctxt.into_raw();
+    ret
 }
 same_signature!(svc_rdma_map_reply_msg);
 
@@ -276,11 +302,12 @@ pub unsafe extern "C" fn svc_rdma_send_error_msg(
     rctxt: *mut sys::svc_rdma_recv_ctxt,
     status: c_int,
 ) {
-    // SAFETY: `rdma` is live and `sctxt` is handed over (`# Safety`).
-    let (rdma, sctxt) = unsafe { (Rdma::from_raw(rdma), SendCtxt::from_raw(sctxt)) };
+    // SAFETY: `rdma` is live, `sctxt` handed over and `rctxt` the Call
+    // being answered, owned by this thread (`# Safety`).
+    let (rdma, sctxt, rctxt) =
+        unsafe { (Rdma::from_raw(rdma), Ctxt::from_raw(sctxt), RecvCtxt::from_raw(rctxt)) };
     if let Some(sctxt) = sctxt {
-        // SAFETY: `rctxt` is the Call being answered (`# Safety`).
-        unsafe { crate::reply::send_error_msg(rdma, sctxt, rctxt, status) };
+        crate::reply::send_error_msg(rdma, sctxt, rctxt, status);
     }
 }
 same_signature!(svc_rdma_send_error_msg);
@@ -301,8 +328,13 @@ same_signature!(svc_rdma_send_error_msg);
 /// ctxt in `rq_xprt_ctxt` and the encoded reply in `rq_res`.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_sendto(rqstp: *mut sys::svc_rqst) -> c_int {
-    // SAFETY: `rqstp` is what `sendto` requires (`# Safety`).
-    unsafe { crate::reply::sendto(rqstp) }
+    // SAFETY: a request being answered on an RDMA transport, whose Call's
+    // receive ctxt this thread owns (`# Safety`).
+    let (rqst, rctxt) = unsafe {
+        let rqst = Rqst::from_raw(rqstp);
+        (rqst, RecvCtxt::from_raw(rqst.recv_ctxt_ptr()))
+    };
+    crate::reply::sendto(rqst, rctxt)
 }
 same_signature!(svc_rdma_sendto);
 

@@ -6,11 +6,14 @@
 //! marked `XPT_BUSY`, as a dead one is, so `svc_xprt_enqueue` leaves it
 //! alone. No device: nothing here maps DMA.
 
-use crate::ctxt::SendCtxt;
+use crate::abstractions::send_ctxt::Ctxt;
+use crate::abstractions::xprt::Rdma;
 use crate::sys;
-use crate::xprt::Rdma;
-use core::mem::size_of;
-use core::ptr::{addr_of_mut, NonNull};
+use core::alloc::Layout;
+use core::ptr::{addr_of_mut, null_mut, NonNull};
+use kernel::alloc::allocator::Kmalloc;
+use kernel::alloc::flags::{GFP_KERNEL, __GFP_ZERO};
+use kernel::alloc::{Allocator, NumaNode};
 use kernel::ffi::c_ulong;
 
 /// A zeroed `svcxprt_rdma` with its lists and wait queues initialised.
@@ -18,10 +21,7 @@ pub(crate) struct FakeRdma(NonNull<sys::svcxprt_rdma>);
 
 impl FakeRdma {
     pub(crate) fn new(sq_avail: i32, max_send_sges: u32) -> Option<Self> {
-        // SAFETY: plain allocation, any node.
-        let p = unsafe { sys::rs_kzalloc_node(size_of::<sys::svcxprt_rdma>(), -1) }
-            .cast::<sys::svcxprt_rdma>();
-        let p = NonNull::new(p)?;
+        let p = NonNull::new(zalloc::<sys::svcxprt_rdma>())?;
         let r = p.as_ptr();
         // SAFETY: a zeroed transport only this test knows.
         unsafe {
@@ -69,36 +69,11 @@ impl FakeRdma {
         };
     }
 
-    /// A send ctxt of this transport with `nwrs` WRs chained before its
+    /// A send ctxt of this transport with `writes` chained before its
     /// Send WR (stand-ins for chunk Writes), as `svc_rdma_send_ctxt_get`
     /// would hand it out; no header buffer.
-    pub(crate) fn ctxt(&self, writes: &mut [sys::ib_send_wr]) -> Option<SendCtxt> {
-        let size = crate::ctxt::ctxt_alloc_size(self.rdma().max_send_sges())?;
-        // SAFETY: plain allocation.
-        let c = unsafe { sys::rs_kzalloc_node(size, -1) }.cast::<sys::svc_rdma_send_ctxt>();
-        if c.is_null() {
-            return None;
-        }
-        // SAFETY: a zeroed ctxt only this test knows.
-        unsafe {
-            (*c).sc_rdma = self.raw();
-            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
-            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_reply_info.wi_cc.cc_rwctxts));
-            (*c).sc_send_wr.sg_list = addr_of_mut!((*c).sc_sges).cast();
-            (*c).sc_send_wr.num_sge = 1;
-            let send = addr_of_mut!((*c).sc_send_wr);
-            // Link writes[0] -> writes[1] -> ... -> Send.
-            let mut next = send;
-            for w in writes.iter_mut().rev() {
-                w.next = next;
-                next = w;
-            }
-            (*c).sc_wr_chain = next;
-            (*c).sc_sqecount = writes.len() as i32 + 1;
-            // Listed as the pool lists its own; `drop` unlists and frees.
-            crate::ctxt::list(self.rdma(), c);
-            SendCtxt::from_raw(c)
-        }
+    pub(crate) fn ctxt(&self, writes: &mut [sys::ib_send_wr]) -> Option<Ctxt> {
+        Ctxt::alloc_fake(self.rdma(), writes)
     }
 }
 
@@ -106,16 +81,27 @@ impl Drop for FakeRdma {
     fn drop(&mut self) {
         // Free every ctxt of this transport, on whatever list the test
         // left it (all of them are on the list of all ctxts).
-        loop {
-            let c = crate::ctxt::unlist_next_of(self.rdma());
-            if c.is_null() {
-                break;
-            }
-            // SAFETY: a ctxt made by `ctxt()`, now unlisted; the test is
-            // over, so nobody uses it.
-            unsafe { sys::kfree(c.cast()) };
-        }
-        // SAFETY: allocated in `new`.
-        unsafe { sys::kfree(self.raw().cast()) };
+        while Ctxt::free_next_fake(self.rdma()) {}
+        // SAFETY: allocated in `new` by `zalloc`, and no ctxt refers to it
+        // any more.
+        unsafe { zfree(self.raw()) };
+    }
+}
+
+/// A zeroed `T` from kmalloc, or null; freed with [`zfree`].
+pub(crate) fn zalloc<T>() -> *mut T {
+    Kmalloc::alloc(Layout::new::<T>(), GFP_KERNEL | __GFP_ZERO, NumaNode::NO_NODE)
+        .map_or(null_mut(), |p| p.as_ptr().cast())
+}
+
+/// Frees what [`zalloc`] returned.
+///
+/// # Safety
+///
+/// `p` is null or came from `zalloc::<T>`, and is not used again.
+pub(crate) unsafe fn zfree<T>(p: *mut T) {
+    if let Some(p) = NonNull::new(p) {
+        // SAFETY: allocated by `Kmalloc` with `T`'s layout (`# Safety`).
+        unsafe { Kmalloc::free(p.cast(), Layout::new::<T>()) };
     }
 }

@@ -9,14 +9,8 @@
 //! faults were injected. In other builds every point is a constant `false`
 //! and the real `ib_post_send` is used: nothing is left in the fast path.
 
+use crate::abstractions::send_ctxt::PostFn;
 use crate::sys;
-
-/// The signature of `ib_post_send`.
-pub(crate) type PostFn = unsafe extern "C" fn(
-    *mut sys::ib_qp,
-    *const sys::ib_send_wr,
-    *mut *const sys::ib_send_wr,
-) -> i32;
 
 /// A place where a fault can be injected (`enum rs_fault_point`).
 #[derive(Clone, Copy)]

@@ -8,11 +8,14 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(rpcrdma_rs_reply)]
 mod tests {
+    use crate::abstractions::recv_ctxt::RecvCtxt;
+    use crate::abstractions::rqst::Rqst;
+    use crate::abstractions::send_ctxt::Ctxt;
     use crate::reply::{result_payload, save_io_pages};
     use crate::sys;
-    use core::mem::size_of;
+    use crate::fakes::{zalloc, zfree};
     use core::ptr::{addr_of_mut, null_mut};
-    use kernel::error::code::{E2BIG, EIO, ENOMEM};
+    use kernel::error::code::{E2BIG, EINVAL, EIO, ENOMEM};
     use kernel::error::Result;
 
     /// A zeroed receive ctxt whose Write list holds chunks of the given
@@ -24,13 +27,10 @@ mod tests {
 
     impl Call {
         fn new(lengths: [u32; 2]) -> Option<Self> {
-            // SAFETY: plain allocations.
-            let rctxt = unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_recv_ctxt>(), -1) }
-                .cast::<sys::svc_rdma_recv_ctxt>();
+            let rctxt = zalloc::<sys::svc_rdma_recv_ctxt>();
             let mut chunks = [null_mut::<sys::svc_rdma_chunk>(); 2];
             for c in &mut chunks {
-                // SAFETY: a plain zeroed allocation, on any node.
-                *c = unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_chunk>(), -1) }.cast();
+                *c = zalloc::<sys::svc_rdma_chunk>();
             }
             let call = Self { rctxt, chunks };
             if rctxt.is_null() || chunks.iter().any(|c| c.is_null()) {
@@ -69,12 +69,13 @@ mod tests {
 
     impl Drop for Call {
         fn drop(&mut self) {
-            // SAFETY: allocated in `new` (kfree takes null).
+            // SAFETY: allocated in `new` by `zalloc` (or null), no longer
+            // used.
             unsafe {
                 for c in self.chunks {
-                    sys::kfree(c.cast());
+                    zfree(c);
                 }
-                sys::kfree(self.rctxt.cast());
+                zfree(self.rctxt);
             }
         }
     }
@@ -84,14 +85,14 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(call.rctxt, 120, 4096), Ok(()));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 4096), Ok(()));
             assert_eq!(call.chunk(0), (120, 4096));
             assert!(call.cursor() == call.chunks[1]);
-            assert_eq!(result_payload(call.rctxt, 300, 100), Ok(()));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 300, 100), Ok(()));
             assert_eq!(call.chunk(1), (300, 100));
             // Past the last chunk: nothing to assign, nothing fails.
             assert!(call.cursor().is_null());
-            assert_eq!(result_payload(call.rctxt, 400, 100), Ok(()));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 400, 100), Ok(()));
         }
         Ok(())
     }
@@ -101,7 +102,7 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(call.rctxt, 120, 5000), Err(E2BIG));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 5000), Err(E2BIG));
             // The cursor moved on; the too-small chunk stays unused.
             assert!(call.cursor() == call.chunks[1]);
             assert_eq!(call.chunk(0), (0, 0));
@@ -114,7 +115,7 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(call.rctxt, 120, 0), Ok(()));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 0), Ok(()));
             assert!(call.cursor() == call.chunks[0]);
             assert_eq!(call.chunk(0), (0, 0));
         }
@@ -127,7 +128,7 @@ mod tests {
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             (*call.rctxt).rc_cur_result_payload = null_mut();
-            assert_eq!(result_payload(call.rctxt, 0, 100), Ok(()));
+            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 0, 100), Ok(()));
         }
         Ok(())
     }
@@ -145,12 +146,9 @@ mod tests {
         fn new(n: usize, room: usize) -> Option<kernel::alloc::KBox<Self>> {
             let mut p = kernel::alloc::KBox::new(
                 Self {
-                    // SAFETY: plain allocations.
-                    rqstp: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rqst>(), -1) }.cast(),
+                    rqstp: zalloc::<sys::svc_rqst>(),
                     respages: [null_mut(); 8],
-                    // SAFETY: a plain zeroed allocation, on any node.
-                    ctxt: unsafe { sys::rs_kzalloc_node(size_of::<sys::svc_rdma_send_ctxt>(), -1) }
-                        .cast(),
+                    ctxt: zalloc::<sys::svc_rdma_send_ctxt>(),
                     slots: [null_mut(); 8],
                 },
                 kernel::alloc::flags::GFP_KERNEL,
@@ -173,6 +171,18 @@ mod tests {
             Some(p)
         }
 
+        /// `save_io_pages` on the test's request and ctxt.
+        fn save(&self) -> Result {
+            // SAFETY: our zeroed request and ctxt, used by no one else;
+            // `save_io_pages` uses only their page fields.
+            let (rqst, ctxt) = unsafe { (Rqst::from_raw(self.rqstp), Ctxt::from_raw(self.ctxt)) };
+            let mut ctxt = ctxt.ok_or(EINVAL)?;
+            let r = save_io_pages(rqst, &mut ctxt);
+            // Lent: `drop` frees it.
+            let _ = ctxt.into_raw();
+            r
+        }
+
         fn count(&self) -> i32 {
             // SAFETY: ours.
             unsafe { (*self.ctxt).sc_page_count }
@@ -187,10 +197,11 @@ mod tests {
                 &crate::stats::PAGES_HELD,
                 0i64.saturating_sub(self.count().into()),
             );
-            // SAFETY: allocated in `new` (kfree takes null).
+            // SAFETY: allocated in `new` by `zalloc` (or null), no longer
+            // used.
             unsafe {
-                sys::kfree(self.rqstp.cast());
-                sys::kfree(self.ctxt.cast());
+                zfree(self.rqstp);
+                zfree(self.ctxt);
             }
         }
     }
@@ -200,13 +211,13 @@ mod tests {
         let p = Pages::new(3, 8).ok_or(ENOMEM)?;
         let want = [p.respages[0], p.respages[1], p.respages[2]];
         // SAFETY: our request and ctxt.
-        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Ok(()));
+        assert_eq!(p.save(), Ok(()));
         assert_eq!(p.count(), 3);
         assert_eq!(&p.slots[..3], &want[..]);
         assert!(p.respages.iter().all(|page| page.is_null()));
         // A second move would take the NULL slots: refused, nothing changes.
         // SAFETY: the test's own request and ctxt, used by no one else.
-        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Err(EIO));
+        assert_eq!(p.save(), Err(EIO));
         assert_eq!(p.count(), 3);
         assert_eq!(&p.slots[..3], &want[..]);
         Ok(())
@@ -216,7 +227,7 @@ mod tests {
     fn save_io_pages_too_many_moves_none() -> Result {
         let p = Pages::new(5, 4).ok_or(ENOMEM)?;
         // SAFETY: our request and ctxt.
-        assert_eq!(unsafe { save_io_pages(p.rqstp, p.ctxt) }, Err(EIO));
+        assert_eq!(p.save(), Err(EIO));
         // Fail closed: every page stays with the request, to be released
         // by it; the ctxt holds none.
         assert_eq!(p.count(), 0);

@@ -15,11 +15,11 @@
 //! partly posted never gets a Send completion, so its ctxt is parked until
 //! the transport is destroyed (see [`post_send`]).
 
-use crate::ctxt::{self, SendCtxt};
-use crate::fault::PostFn;
+use crate::abstractions::events;
+use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendWc};
+use crate::abstractions::xprt::{count_sq_starved, Rdma};
+use crate::ctxt;
 use crate::sys;
-use crate::xprt::Rdma;
-use core::ptr::addr_of;
 use kernel::error::{code::ENOTCONN, Error};
 use kernel::sync::atomic::{Full, Relaxed};
 
@@ -29,10 +29,8 @@ use kernel::sync::atomic::{Full, Relaxed};
 /// `atomic_add` + `smp_mb__after_atomic`.
 pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
     rdma.sq_avail().fetch_add(avail, Full);
-    // SAFETY: the wait queue of a live transport.
-    if unsafe { sys::rs_waitqueue_active(rdma.send_wait()) } {
-        // SAFETY: the same wait queue of the live transport.
-        unsafe { sys::rs_wake_up(rdma.send_wait()) };
+    if rdma.send_wait().is_active() {
+        rdma.send_wait().wake_up();
     }
 }
 
@@ -73,7 +71,7 @@ pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
 /// where a competing thread must find the counter as it was.
 #[cfg(rpcrdma_kunit)]
 pub(crate) mod test_hook {
-    use crate::xprt::Rdma;
+    use crate::abstractions::xprt::Rdma;
     use kernel::sync::atomic::{Atomic, Relaxed};
     use kernel::time::{delay::fsleep, Delta};
 
@@ -124,8 +122,7 @@ impl<'a> SqTicket<'a> {
     /// Waits until every earlier ticket has been served or the transport
     /// closes; true if it is this ticket's turn.
     fn wait_turn(&self) -> bool {
-        // SAFETY: the transport is live.
-        unsafe { sys::rs_wait_sq_ticket(self.rdma.as_ptr(), self.number) };
+        self.rdma.wait_sq_ticket(self.number);
         !self.rdma.is_closing()
     }
 }
@@ -134,42 +131,32 @@ impl Drop for SqTicket<'_> {
     fn drop(&mut self) {
         self.rdma.sq_ticket_tail().add(1, Relaxed);
         // wake_up() takes the queue lock unconditionally: no barrier needed.
-        // SAFETY: the wait queue of a live transport.
-        unsafe { sys::rs_wake_up(self.rdma.sq_ticket_wait()) };
+        self.rdma.sq_ticket_wait().wake_up();
     }
 }
 
 /// `svc_rdma_sq_wait`: reserves `sqecount` SQ entries, queueing fairly
 /// (first come, first served) behind other waiters when the SQ is full.
 /// Fails with `ENOTCONN` when the connection closes while waiting.
-pub(crate) fn sq_wait(
-    rdma: &Rdma,
-    cid: *const sys::rpc_rdma_cid,
-    sqecount: i32,
-) -> Result<(), Error> {
+pub(crate) fn sq_wait(rdma: &Rdma, cid: &sys::rpc_rdma_cid, sqecount: i32) -> Result<(), Error> {
     if sq_reserve(rdma, sqecount) {
         return Ok(());
     }
 
     let ticket = SqTicket::take(rdma);
-    // SAFETY: a global counter, and a tracepoint reading the live transport.
-    unsafe {
-        sys::rs_sq_starve_inc();
-        sys::rs_trace_sq_full(rdma.as_ptr(), cid);
-    }
+    count_sq_starved();
+    events::sq_full(rdma, cid);
     if !ticket.wait_turn() {
         return Err(ENOTCONN);
     }
     while !sq_reserve(rdma, sqecount) {
-        // SAFETY: the transport is live.
-        unsafe { sys::rs_wait_sq_avail(rdma.as_ptr(), sqecount) };
+        rdma.wait_sq_avail(sqecount);
         if rdma.is_closing() {
             return Err(ENOTCONN);
         }
     }
     drop(ticket);
-    // SAFETY: a tracepoint reading the live transport.
-    unsafe { sys::rs_trace_sq_retry(rdma.as_ptr(), cid) };
+    events::sq_retry(rdma, cid);
 
     // While this thread waited, Send completions could not enqueue the
     // transport for a release-list drain (no wspace while waiters exist):
@@ -179,21 +166,19 @@ pub(crate) fn sq_wait(
 }
 
 /// `svc_rdma_post_send_err`: common handling of an `ib_post_send` failure.
-/// Closes the connection. Returns 0 if some WR was posted (a completion
-/// owns the rest of the work), else gives the entries back and returns
-/// `-ENOTCONN`.
+/// Closes the connection. Returns 0 if some WR was posted (`nothing_posted`
+/// false: a completion owns the rest of the work), else gives the entries
+/// back and returns `-ENOTCONN`.
 pub(crate) fn post_send_err(
     rdma: &Rdma,
-    cid: *const sys::rpc_rdma_cid,
-    bad_wr: *const sys::ib_send_wr,
-    first_wr: *const sys::ib_send_wr,
+    cid: &sys::rpc_rdma_cid,
+    nothing_posted: bool,
     sqecount: i32,
     ret: i32,
 ) -> i32 {
-    // SAFETY: a tracepoint reading the live transport.
-    unsafe { sys::rs_trace_sq_post_err(rdma.as_ptr(), cid, ret) };
+    events::sq_post_err(rdma, cid, ret);
     rdma.deferred_close();
-    if bad_wr != first_wr {
+    if !nothing_posted {
         return 0;
     }
     wake_send_waiters(rdma, sqecount);
@@ -211,57 +196,31 @@ pub(crate) fn post_send_err(
 /// transport's Send CQ (the WC's `wr_cqe` is the `sc_cqe` of a send ctxt
 /// that transport posted).
 pub(crate) unsafe extern "C" fn wc_send(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt, whose ownership
-    // the completion now takes.
-    let (ctxt, status) = unsafe {
-        let cqe = *(*wc).__bindgen_anon_1.wr_cqe.as_ref();
-        (
-            kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe),
-            (*wc).status,
-        )
-    };
-    // The ctxt's transport, the CQ's context (C reads the latter; the CQ is
-    // opaque here, the ctxt is not). It outlives its completions because
-    // svc_rdma_free drains the QP first (module docs).
-    // SAFETY: `sc_rdma` is set at allocation, and the ctxt is ours.
-    let rdma = unsafe { Rdma::from_raw((*ctxt).sc_rdma) };
-    // SAFETY: the ctxt is ours until put.
-    let (sqecount, cid) = unsafe { ((*ctxt).sc_sqecount, addr_of!((*ctxt).sc_cid)) };
-    wake_send_waiters(rdma, sqecount);
+    // SAFETY: a completion of the transport's Send CQ, valid for this call
+    // (`# Safety`).
+    let wc = unsafe { SendWc::from_raw(wc) };
+    // SAFETY: the completion of a Send posted by `post_chain` (`# Safety`),
+    // taken once: the ctxt is ours now.
+    let ctxt = unsafe { wc.take_ctxt() };
+    // The ctxt's transport (C reads the CQ's context, the same transport).
+    // It outlives its completions because svc_rdma_free drains the QP
+    // first (module docs).
+    let rdma = ctxt.rdma();
+    wake_send_waiters(rdma, ctxt.sqecount());
 
+    let status = wc.status();
     if status == sys::ib_wc_status_IB_WC_SUCCESS {
-        // SAFETY: the ctxt is still ours.
-        unsafe {
-            sys::rs_trace_wc_send(cid);
-            ctxt::send_ctxt_put(rdma, ctxt);
-        }
+        events::wc_send(ctxt.cid());
+        ctxt::send_ctxt_put(ctxt);
         return;
     }
-    // SAFETY: the ctxt is still ours; not touched after the put.
-    unsafe {
-        if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-            sys::rs_trace_wc_send_err(wc, cid);
-        } else {
-            sys::rs_trace_wc_send_flush(wc, cid);
-        }
-        ctxt::send_ctxt_put(rdma, ctxt);
+    if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+        events::wc_send_err(wc, ctxt.cid());
+    } else {
+        events::wc_send_flush(wc, ctxt.cid());
     }
     rdma.deferred_close();
-}
-
-/// Number of WRs from `wr` to the end of its chain.
-///
-/// # Safety
-///
-/// `wr` is null or the head of a valid, null-terminated WR chain.
-unsafe fn chain_len(mut wr: *const sys::ib_send_wr) -> i32 {
-    let mut n = 0i32;
-    while !wr.is_null() {
-        n = n.saturating_add(1);
-        // SAFETY: `wr` is a non-null WR of a valid chain (`# Safety`).
-        wr = unsafe { (*wr).next };
-    }
-    n
+    ctxt::send_ctxt_put(ctxt);
 }
 
 /// `svc_rdma_post_send`: posts the ctxt's chain, RDMA Writes of chunks
@@ -278,25 +237,11 @@ unsafe fn chain_len(mut wr: *const sys::ib_send_wr) -> i32 {
 /// connection is closed, the unposted WRs' entries are returned now, and
 /// the ctxt is parked on the module's orphan list (see
 /// [`crate::ctxt::orphan_add`]), from which `svc_rdma_free` releases it
-/// once `ib_drain_qp` has flushed the posted Writes. Returns 0, as C does: the reply is gone with
-/// the connection.
-pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendCtxt)> {
-    let p = ctxt.as_ptr();
-    // Snapshot what is needed after posting: from then on a completion
-    // may own and recycle the ctxt.
-    // SAFETY: we own the ctxt.
-    let (cid, sqecount, sge0) = unsafe {
-        (
-            addr_of!((*p).sc_cid).read(),
-            (*p).sc_sqecount,
-            (*p).sc_send_wr.sg_list.read(),
-        )
-    };
-    // SAFETY: SGE 0 is the header buffer's persistent mapping.
-    unsafe {
-        sys::rs_ib_dma_sync_single_for_device(rdma.device(), sge0.addr, sge0.length as usize)
-    };
-
+/// once `ib_drain_qp` has flushed the posted Writes. Returns 0, as C does:
+/// the reply is gone with the connection.
+pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
+    ctxt.sync_header_for_device();
+    let sqecount = ctxt.sqecount();
     // Last line of defence: a chain larger than the whole SQ would wait in
     // `sq_wait` until the connection closes (`svc_rdma_sendto` answers an
     // oversized Reply chunk with ERR_CHUNK before getting here). Closing
@@ -306,7 +251,7 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
         rdma.deferred_close();
         return Err((ENOTCONN, ctxt));
     }
-    if let Err(e) = sq_wait(rdma, &cid, sqecount) {
+    if let Err(e) = sq_wait(rdma, ctxt.cid(), sqecount) {
         return Err((e, ctxt));
     }
     post_chain(rdma, ctxt, crate::fault::post_fn())
@@ -316,55 +261,24 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: SendCtxt) -> Result<(), (Error, SendC
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
 pub(crate) fn post_chain(
     rdma: &Rdma,
-    ctxt: SendCtxt,
+    ctxt: Ctxt,
     post: PostFn,
-) -> Result<(), (Error, SendCtxt)> {
-    let p = ctxt.as_ptr();
-    // SAFETY: we own the ctxt. Its Send WR's `wr_cqe` is `sc_cqe` (set at
-    // allocation); the handler is set here, where the ctxt goes to the
-    // device, so that the pool (`ctxt.rs`) need not know this module.
-    let (first_wr, cid, sqecount) = unsafe {
-        (*p).sc_cqe.done = Some(wc_send);
-        (
-            (*p).sc_wr_chain.cast_const(),
-            addr_of!((*p).sc_cid).read(),
-            (*p).sc_sqecount,
-        )
+) -> Result<(), (Error, Ctxt)> {
+    events::post_send(&ctxt);
+    // Needed after a failure, when the ctxt may be parked already.
+    let (cid, sqecount) = (ctxt.cid_copy(), ctxt.sqecount());
+    let PostFailure { ret, ctxt, unposted } = match ctxt.post(wc_send, post) {
+        Ok(()) => return Ok(()),
+        Err(f) => f,
     };
-    // SAFETY: a tracepoint reading the ctxt we own.
-    unsafe { sys::rs_trace_post_send(p) };
-    let mut bad_wr: *const sys::ib_send_wr = first_wr;
-    // The chain now belongs to the device; marked before posting, since
-    // the completion may run before `post` returns.
-    let p = ctxt.into_raw();
-    // SAFETY: a ctxt of `rdma`'s pool, handed to the device.
-    unsafe { ctxt::set_state(rdma, p, ctxt::CtxtState::Posted) };
-    // SAFETY: a fully built chain of our ctxt on the transport's QP.
-    let ret = unsafe { post(rdma.qp(), first_wr, &mut bad_wr) };
-    if ret == 0 {
-        return Ok(());
-    }
-    if bad_wr == first_wr {
+    let Some(unposted) = unposted else {
         // Nothing was posted: the ctxt is still ours.
-        post_send_err(rdma, &cid, bad_wr, first_wr, sqecount, ret);
-        // SAFETY: nothing of the chain is in flight, so the ctxt is ours
-        // again.
-        let ctxt = unsafe {
-            ctxt::set_state(rdma, p, ctxt::CtxtState::Owned);
-            SendCtxt::from_raw(p)
-        };
-        return match ctxt {
-            Some(c) => Err((ENOTCONN, c)),
-            None => Ok(()),
-        };
-    }
-    // Partial post, see above. (A driver that reports no bad WR is taken
-    // the safe way: something may be in flight.)
-    // SAFETY: the unposted tail of our chain, or null.
-    let unposted = unsafe { chain_len(bad_wr) };
-    post_send_err(rdma, &cid, bad_wr, first_wr, sqecount, ret);
+        post_send_err(rdma, &cid, true, sqecount, ret);
+        return Err((ENOTCONN, ctxt));
+    };
+    // Partial post, see above.
+    post_send_err(rdma, &cid, false, sqecount, ret);
     wake_send_waiters(rdma, unposted);
-    // SAFETY: the Send was not posted, so no completion will touch `p`.
-    unsafe { ctxt::orphan_add(rdma, p) };
+    ctxt::orphan_add(ctxt);
     Ok(())
 }

@@ -9,6 +9,7 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(rpcrdma_rs_sq)]
 mod tests {
+    use crate::abstractions::send_ctxt::{Ctxt, CtxtState};
     use crate::fakes::FakeRdma;
     use crate::sq;
     use crate::sys;
@@ -86,8 +87,7 @@ mod tests {
     #[test]
     fn post_send_err_nothing_posted_returns_entries() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let wr = sys::ib_send_wr::default();
-        let rc = sq::post_send_err(f.rdma(), &CID, &wr, &wr, 3, -5);
+        let rc = sq::post_send_err(f.rdma(), &CID, true, 3, -5);
         assert_eq!(rc, ENOTCONN.to_errno());
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 3);
         assert!(f.rdma().is_closing());
@@ -143,7 +143,7 @@ mod tests {
             return unsafe { svc_rdma_sq_wait_c(w.rdma, &CID, n) } == 0;
         }
         // SAFETY: the test keeps the transport alive until `state` is set.
-        sq::sq_wait(unsafe { crate::xprt::Rdma::from_raw(w.rdma) }, &CID, n).is_ok()
+        sq::sq_wait(unsafe { crate::abstractions::xprt::Rdma::from_raw(w.rdma) }, &CID, n).is_ok()
     }
 
     /// A Send completion returning `n` entries, as the algorithm does it.
@@ -191,10 +191,7 @@ mod tests {
             b.state.store(if ok { 1 } else { 2 }, Release);
         })?;
         // B is asleep on sc_send_wait, holding ticket 0.
-        let asleep = wait_until(3000, || {
-            // SAFETY: the wait queue of our stand-in transport.
-            unsafe { sys::rs_waitqueue_active(r.send_wait()) }
-        });
+        let asleep = wait_until(3000, || r.send_wait().is_active());
         let mut result = Err(ETIMEDOUT);
         if asleep {
             let a = Waiter::new(&f, c_algorithm)?;
@@ -209,7 +206,7 @@ mod tests {
                 workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
                     // SAFETY: the test keeps the transport alive until A
                     // has reported `state`.
-                    let got = sq::sq_reserve(unsafe { crate::xprt::Rdma::from_raw(a2.rdma) }, 6);
+                    let got = sq::sq_reserve(unsafe { crate::abstractions::xprt::Rdma::from_raw(a2.rdma) }, 6);
                     a2.state.store(if got { 1 } else { 2 }, Release);
                 })?;
                 fsleep(Delta::from_millis(50));
@@ -340,8 +337,9 @@ mod tests {
     }
 
     /// A ctxt put twice is queued once: the second put would link it into
-    /// the list it is already on. (Through `queue_for_release`, the put
-    /// without its warning, which would flag the run's log.)
+    /// the list it is already on. (Through `try_put`, the put
+    /// without the warning of a dropped ctxt, which would flag the run's
+    /// log.)
     #[test]
     fn second_put_is_refused() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
@@ -349,13 +347,11 @@ mod tests {
         let p = f.ctxt(&mut none).ok_or(ENOMEM)?.into_raw();
         // SAFETY: our ctxt, given up by the first put; the second is the
         // fault under test, which must not touch the lists.
-        unsafe {
-            assert_eq!(crate::ctxt::queue_for_release(f.rdma(), p), Ok(()));
-            assert_eq!(
-                crate::ctxt::queue_for_release(f.rdma(), p),
-                Err(crate::ctxt::CtxtState::Queued)
-            );
-        }
+        let (first, second) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
+        let (first, second) = (first.ok_or(EINVAL)?, second.ok_or(EINVAL)?);
+        assert_eq!(first.try_put(), Ok(()));
+        // Refused, and the ctxt (on the release list) left alone.
+        assert_eq!(second.try_put(), Err(CtxtState::Queued));
         // SAFETY: the release list of our stand-in, which only this
         // thread uses.
         unsafe {

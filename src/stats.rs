@@ -24,3 +24,8 @@ pub(crate) static CTXTS_RECLAIMED: Atomic<i64> = Atomic::new(0);
 pub(crate) fn add(counter: &Atomic<i64>, n: i64) {
     counter.add(n, Relaxed);
 }
+
+/// A count of things as a counter delta.
+pub(crate) fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

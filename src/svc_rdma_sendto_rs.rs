@@ -22,10 +22,20 @@
 //! the rest of `rpcrdma.ko`. Where it deliberately differs from the C
 //! file, `Documentation/design.rst` lists it.
 //!
-//! Layout: [`sys`] is the unsafe FFI edge (generated bindings and the C shim);
-//! [`proto`] is safe, kernel-independent code (RPC-over-RDMA encoding and Send
-//! planning) that the host tests compile too.
+//! Layout, bottom up:
+//! - `sys`: the generated bindings and the C shim's declarations, used only
+//!   by the two layers below;
+//! - `exports`: the C entry points, which turn their raw pointers into the
+//!   types of `abstractions` under the preconditions they document;
+//! - `abstractions`: the C objects of the Send path as Rust types with safe
+//!   methods and stated invariants (transport, send and receive ctxts,
+//!   chunk lists, request, `xdr_buf`, DMA mappings, tracepoints);
+//! - `ctxt`, `sq`, `mapping`, `reply`: the C file's logic, in safe Rust
+//!   over those types;
+//! - `proto`: safe, kernel-independent code (RPC-over-RDMA encoding and
+//!   Send planning) that the host tests compile too.
 
+mod abstractions;
 mod ctxt;
 pub mod exports;
 #[cfg(rpcrdma_kunit)]
@@ -34,7 +44,6 @@ mod fault;
 #[cfg(rpcrdma_kunit)]
 mod layout;
 mod mapping;
-mod pcl;
 pub(crate) mod proto;
 #[cfg(rpcrdma_kunit)]
 mod proto_kunit;
@@ -46,7 +55,7 @@ mod sq;
 mod sq_kunit;
 mod stats;
 mod sys;
-mod xprt;
+mod trace;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
 /// which this crate does not use: the C side of rpcrdma owns module init).

@@ -188,16 +188,6 @@ struct llist_node *rs_llist_del_all(struct llist_head *head)
 
 /* Memory */
 
-void *rs_kzalloc_node(size_t size, int node)
-{
-	return kzalloc_node(size, GFP_KERNEL, node);
-}
-
-void *rs_kmalloc_node(size_t size, int node)
-{
-	return kmalloc_node(size, GFP_KERNEL, node);
-}
-
 void rs_release_pages(struct page **pages, int nr)
 {
 	release_pages(pages, nr);

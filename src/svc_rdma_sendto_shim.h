@@ -77,8 +77,6 @@ bool rs_llist_add(struct llist_node *node, struct llist_head *head);
 struct llist_node *rs_llist_del_all(struct llist_head *head);
 
 /* Memory */
-void *rs_kzalloc_node(size_t size, int node);
-void *rs_kmalloc_node(size_t size, int node);
 void rs_release_pages(struct page **pages, int nr);
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
 

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`IbDevice`]: the RDMA device a transport sends through, and
+//! [`DmaMapping`]: a streaming DMA mapping for sending, undone on drop.
+//!
+//! All mappings of the Send path are `DMA_TO_DEVICE`. A mapping is an owned
+//! value until it is stored in an SGE of a send ctxt ([`DmaMapping::into_sge`]);
+//! from then on the ctxt owns it and undoes it when the ctxt is released
+//! (`Ctxt::unmap_payload`) or freed.
+
+use crate::sys;
+use core::ffi::c_void;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+use kernel::types::Opaque;
+
+/// A borrowed `struct ib_device` (opaque in the bindings: only C reads it).
+#[repr(transparent)]
+pub(crate) struct IbDevice(Opaque<sys::ib_device>);
+
+impl IbDevice {
+    /// Borrows the device at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a registered `ib_device` that stays registered for
+    /// `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::ib_device) -> &'a Self {
+        // SAFETY: `IbDevice` is a transparent `Opaque<ib_device>`; the caller
+        // guarantees the device lives for `'a`, and Rust never reads it.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut sys::ib_device {
+        self.0.get()
+    }
+
+    /// The NUMA node the device is attached to (may be `NUMA_NO_NODE`).
+    pub(crate) fn numa_node(&self) -> i32 {
+        // SAFETY: reads the node of a registered device (type invariant of
+        // the borrow).
+        unsafe { sys::rs_ibdev_to_node(self.as_ptr()) }
+    }
+
+    /// Maps `len` bytes of kernel memory at `buf` for sending; `None` when
+    /// the mapping fails.
+    ///
+    /// # Safety
+    ///
+    /// `buf` is `len` bytes of kernel lowmem that stay allocated until the
+    /// mapping is undone.
+    pub(crate) unsafe fn map_single(&self, buf: NonNull<c_void>, len: usize) -> Option<DmaMapping<'_>> {
+        let mut addr = 0u64;
+        // SAFETY: `buf` is `len` bytes of lowmem (`# Safety`); the device is
+        // registered.
+        let rc = unsafe { sys::rs_ib_dma_map_single(self.as_ptr(), buf.as_ptr(), len, &mut addr) };
+        let len = u32::try_from(len).ok()?;
+        (rc == 0).then_some(DmaMapping {
+            device: self,
+            addr,
+            len,
+            kind: Kind::Single,
+        })
+    }
+
+    /// Maps `len` bytes at `offset` in `page` for sending. On failure the
+    /// error cookie `ib_dma_map_page` returned is given back, for the
+    /// tracepoint that reports it.
+    ///
+    /// # Safety
+    ///
+    /// `page` is a live page holding `offset..offset + len` (or lowmem
+    /// contiguous with it) that stays allocated until the mapping is undone.
+    pub(crate) unsafe fn map_page(
+        &self,
+        page: NonNull<sys::page>,
+        offset: u32,
+        len: u32,
+    ) -> Result<DmaMapping<'_>, u64> {
+        let mut addr = 0u64;
+        // SAFETY: `page` holds the bytes (`# Safety`); the device is
+        // registered.
+        let rc = unsafe {
+            sys::rs_ib_dma_map_page(
+                self.as_ptr(),
+                page.as_ptr(),
+                kernel::ffi::c_ulong::try_from(offset).unwrap_or(kernel::ffi::c_ulong::MAX),
+                len as usize,
+                &mut addr,
+            )
+        };
+        if rc != 0 {
+            return Err(addr);
+        }
+        Ok(DmaMapping {
+            device: self,
+            addr,
+            len,
+            kind: Kind::Page,
+        })
+    }
+
+    /// Makes CPU writes to `len` bytes of a mapping at `addr` visible to
+    /// the device.
+    pub(crate) fn sync_for_device(&self, addr: u64, len: u32) {
+        // SAFETY: a cache-maintenance call on a registered device; an
+        // address that is not mapped is a no-op or an IOMMU fault report,
+        // never memory corruption.
+        unsafe { sys::rs_ib_dma_sync_single_for_device(self.as_ptr(), addr, len as usize) };
+    }
+
+    /// Undoes a page mapping that was stored in an SGE.
+    ///
+    /// # Safety
+    ///
+    /// `addr`/`len` is a live page mapping on this device, made by
+    /// [`Self::map_page`] and given up with [`DmaMapping::into_sge`], and
+    /// no I/O uses it any more.
+    pub(crate) unsafe fn unmap_page(&self, addr: u64, len: u32) {
+        // SAFETY: per `# Safety`.
+        unsafe { sys::rs_ib_dma_unmap_page(self.as_ptr(), addr, len as usize) };
+    }
+
+    /// Undoes a single mapping that was stored in an SGE.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::unmap_page`], for a mapping of [`Self::map_single`]
+    /// of `len` bytes.
+    pub(crate) unsafe fn unmap_single(&self, addr: u64, len: usize) {
+        // SAFETY: per `# Safety`.
+        unsafe { sys::rs_ib_dma_unmap_single(self.as_ptr(), addr, len) };
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Page,
+    Single,
+}
+
+/// A live `DMA_TO_DEVICE` mapping.
+///
+/// # Invariants
+///
+/// `addr`/`len` was mapped on `device` by [`IbDevice::map_page`] or
+/// [`IbDevice::map_single`] (as `kind` says) and is not yet unmapped.
+#[must_use = "dropping a mapping unmaps it"]
+pub(crate) struct DmaMapping<'a> {
+    device: &'a IbDevice,
+    addr: u64,
+    len: u32,
+    kind: Kind,
+}
+
+impl DmaMapping<'_> {
+    /// The bus address of the mapping.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Hands the mapping to `sge`, whose owner undoes it (see the module
+    /// docs).
+    pub(crate) fn into_sge(self, sge: &mut sys::ib_sge) {
+        let this = ManuallyDrop::new(self);
+        sge.addr = this.addr;
+        sge.length = this.len;
+    }
+}
+
+impl Drop for DmaMapping<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is live and owned by `self` (type invariant).
+        unsafe {
+            match self.kind {
+                Kind::Page => self.device.unmap_page(self.addr, self.len),
+                Kind::Single => self.device.unmap_single(self.addr, self.len as usize),
+            }
+        }
+    }
+}

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+// Reimplements the static inlines of include/linux/sunrpc/svc_rdma_pcl.h
+// (Linux 7.3, GPL-2.0); origin and licence: see svc_rdma_sendto_rs.rs.
+
+//! [`RecvCtxt`]: the Call being answered (`struct svc_rdma_recv_ctxt`),
+//! and its parsed chunk lists: [`Pcl`] (`struct svc_rdma_pcl`) of
+//! [`Chunk`]s (`struct svc_rdma_chunk`), which the Receive path built.
+
+use super::xdr_buf::XdrBuf;
+use crate::proto::encode::{self, ReplyChunk, WriteChunk};
+use crate::proto::Segment;
+use crate::sys;
+use core::mem::{align_of, offset_of, size_of};
+use core::ptr::addr_of_mut;
+use kernel::error::Error;
+use kernel::ffi::{c_int, c_void};
+use kernel::interop::list::CList;
+use kernel::types::Opaque;
+
+// The encoders read the C segment array as `proto::Segment`s.
+kernel::static_assert!(size_of::<Segment>() == size_of::<sys::svc_rdma_segment>());
+kernel::static_assert!(align_of::<Segment>() == align_of::<sys::svc_rdma_segment>());
+kernel::static_assert!(offset_of!(Segment, handle) == offset_of!(sys::svc_rdma_segment, rs_handle));
+kernel::static_assert!(offset_of!(Segment, length) == offset_of!(sys::svc_rdma_segment, rs_length));
+kernel::static_assert!(offset_of!(Segment, offset) == offset_of!(sys::svc_rdma_segment, rs_offset));
+
+/// The receive ctxt of a Call, borrowed by the nfsd thread answering it.
+///
+/// # Invariants
+///
+/// The ctxt holds a received, parsed Call; its chunk lists are initialised
+/// and change only through this borrow while it lasts.
+#[repr(transparent)]
+pub(crate) struct RecvCtxt(Opaque<sys::svc_rdma_recv_ctxt>);
+
+impl RecvCtxt {
+    /// Borrows the receive ctxt at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is the receive ctxt of a parsed Call, owned by the caller's
+    /// thread for `'a` (nobody else reads or changes it meanwhile).
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::svc_rdma_recv_ctxt) -> &'a mut Self {
+        // SAFETY: a transparent `Opaque<svc_rdma_recv_ctxt>`, exclusively
+        // ours for `'a` (`# Safety`).
+        unsafe { &mut *ptr.cast::<Self>() }
+    }
+
+    /// The C pointer, for calls back into C.
+    pub(crate) fn as_ptr(&self) -> *mut sys::svc_rdma_recv_ctxt {
+        self.0.get()
+    }
+
+    /// The Call's XID and version words, from the bytes actually received
+    /// (see [`encode::error_reply_ids`]).
+    pub(crate) fn xid_vers(&self) -> Option<(u32, u32)> {
+        let p = self.as_ptr();
+        // SAFETY: a received Call (type invariant): its receive buffer holds
+        // `rc_byte_len` bytes, and is longer than the eight read at most.
+        let received = unsafe {
+            let len = ((*p).rc_byte_len as usize).min(8);
+            core::slice::from_raw_parts((*p).rc_recv_buf.cast::<u8>(), len)
+        };
+        encode::error_reply_ids(received)
+    }
+
+    /// The rkey the client asked to invalidate, or 0.
+    pub(crate) fn inv_rkey(&self) -> u32 {
+        // SAFETY: a plain field of the borrowed ctxt.
+        unsafe { (*self.as_ptr()).rc_inv_rkey }
+    }
+
+    /// The Call's Write list.
+    pub(crate) fn write_pcl(&self) -> &Pcl {
+        // SAFETY: an initialised list of the borrowed ctxt (type invariant).
+        unsafe { Pcl::from_raw(addr_of_mut!((*self.as_ptr()).rc_write_pcl)) }
+    }
+
+    /// The Call's Reply chunk list (zero or one chunk).
+    pub(crate) fn reply_pcl(&self) -> &Pcl {
+        // SAFETY: an initialised list of the borrowed ctxt (type invariant).
+        unsafe { Pcl::from_raw(addr_of_mut!((*self.as_ptr()).rc_reply_pcl)) }
+    }
+
+    /// The Write list, and the Reply chunk to update, for encoding a reply
+    /// header.
+    pub(crate) fn lists_for_reply(&mut self) -> (&Pcl, Option<&mut Chunk>) {
+        let p = self.as_ptr();
+        // SAFETY: two disjoint fields of the ctxt we borrow mutably; the
+        // Reply chunk is on its own list, not the Write list.
+        unsafe {
+            let write = Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl));
+            let reply = Pcl::from_raw(addr_of_mut!((*p).rc_reply_pcl));
+            let chunk = reply.chunks_raw().next().map(|c| &mut *c);
+            (write, chunk)
+        }
+    }
+
+    /// The Write chunk that the next result payload goes to, advancing
+    /// the cursor past it (`rc_cur_result_payload`); `None` once the Write
+    /// list is used up.
+    pub(crate) fn next_result_payload_chunk(&mut self) -> Option<&mut Chunk> {
+        let p = self.as_ptr();
+        // SAFETY: the cursor is null or a chunk of the Write list (set by
+        // the Receive path and moved only here), which is ours (type
+        // invariant); the successor is read before the chunk is lent out.
+        unsafe {
+            let chunk = (*p).rc_cur_result_payload;
+            if chunk.is_null() {
+                return None;
+            }
+            let write = Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl));
+            (*p).rc_cur_result_payload = write.next_raw(chunk);
+            Some(&mut *chunk.cast::<Chunk>())
+        }
+    }
+}
+
+/// A parsed chunk list.
+///
+/// # Invariants
+///
+/// An initialised `list_head` of `svc_rdma_chunk`s linked by `ch_list`,
+/// unchanged while borrowed.
+#[repr(transparent)]
+pub(crate) struct Pcl(Opaque<sys::svc_rdma_pcl>);
+
+impl Pcl {
+    /// Borrows the list at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a list as the type invariant says, for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::svc_rdma_pcl) -> &'a Self {
+        // SAFETY: a transparent `Opaque<svc_rdma_pcl>`, valid for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C pointer, for calls back into C.
+    pub(crate) fn as_ptr(&self) -> *const sys::svc_rdma_pcl {
+        self.0.get()
+    }
+
+    fn list(&self) -> &CList<Chunk, { offset_of!(sys::svc_rdma_chunk, ch_list) }> {
+        // SAFETY: an initialised list of chunks linked by `ch_list`,
+        // unchanged while borrowed (type invariant); `Chunk` is a
+        // transparent `svc_rdma_chunk`.
+        unsafe { CList::from_raw(addr_of_mut!((*self.0.get()).cl_chunks)) }
+    }
+
+    /// `pcl_is_empty`.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list().is_empty()
+    }
+
+    /// The chunks, in Call order (`pcl_for_each_chunk`).
+    pub(crate) fn chunks(&self) -> impl Iterator<Item = &Chunk> + '_ {
+        self.list().iter()
+    }
+
+    /// The chunks as mutable C pointers, for the owner of the list.
+    fn chunks_raw(&self) -> impl Iterator<Item = *mut Chunk> + '_ {
+        self.chunks().map(|c| core::ptr::from_ref(c).cast_mut())
+    }
+
+    /// `pcl_next_chunk`: the chunk after `chunk`, or null after the last.
+    ///
+    /// # Safety
+    ///
+    /// `chunk` is on this list.
+    unsafe fn next_raw(&self, chunk: *mut sys::svc_rdma_chunk) -> *mut sys::svc_rdma_chunk {
+        // SAFETY: `chunk` is on this list (`# Safety`), so its successor is
+        // the head or another chunk's `ch_list`.
+        unsafe {
+            let next = (*chunk).ch_list.next;
+            if core::ptr::eq(next, addr_of_mut!((*self.0.get()).cl_chunks)) {
+                return core::ptr::null_mut();
+            }
+            kernel::container_of!(next, sys::svc_rdma_chunk, ch_list)
+        }
+    }
+
+    /// The Write chunks as the encoders see them.
+    pub(crate) fn write_chunks(&self) -> impl Iterator<Item = WriteChunk<'_>> + '_ {
+        self.chunks().map(Chunk::as_write_chunk)
+    }
+
+    /// `pcl_process_nonpayloads`: calls `actor` on each region of `xdr`
+    /// that lies outside the payloads placed in this list's chunks, in
+    /// order, until it fails. Returns the last actor's result (≥ 0) or the
+    /// first failure's negative errno.
+    pub(crate) fn process_nonpayloads<F>(&self, xdr: &XdrBuf, actor: &mut F) -> c_int
+    where
+        F: FnMut(&XdrBuf) -> Result<c_int, Error>,
+    {
+        /// The C actor: calls the closure `data` points to.
+        ///
+        /// # Safety
+        ///
+        /// `data` is the `F` given to `pcl_process_nonpayloads` below and
+        /// `region` a region of its reply, valid for the call.
+        unsafe extern "C" fn trampoline<F>(region: *const sys::xdr_buf, data: *mut c_void) -> c_int
+        where
+            F: FnMut(&XdrBuf) -> Result<c_int, Error>,
+        {
+            // SAFETY: `data` is our `&mut F`, lent for the duration of the
+            // C call (`# Safety`).
+            let actor = unsafe { &mut *data.cast::<F>() };
+            // SAFETY: a region of the reply, valid for this call.
+            let region = unsafe { XdrBuf::from_raw(region) };
+            actor(region).unwrap_or_else(|e| e.to_errno())
+        }
+        // SAFETY: the list and the reply are valid for the call; `actor`
+        // outlives it and is what `trampoline::<F>` expects.
+        unsafe {
+            sys::pcl_process_nonpayloads(
+                self.as_ptr(),
+                xdr.as_ptr(),
+                Some(trampoline::<F>),
+                core::ptr::from_mut(actor).cast(),
+            )
+        }
+    }
+}
+
+/// One chunk of a parsed chunk list.
+///
+/// # Invariants
+///
+/// A parsed `svc_rdma_chunk` with `ch_segcount` segments in its trailing
+/// array.
+#[repr(transparent)]
+pub(crate) struct Chunk(Opaque<sys::svc_rdma_chunk>);
+
+impl Chunk {
+    fn raw(&self) -> &sys::svc_rdma_chunk {
+        // SAFETY: a parsed chunk (type invariant) on a list that is
+        // unchanged while borrowed.
+        unsafe { &*self.0.get() }
+    }
+
+    /// Total length of its segments (`ch_length`).
+    pub(crate) fn length(&self) -> u32 {
+        self.raw().ch_length
+    }
+
+    /// The segments, in Call order.
+    pub(crate) fn segments(&self) -> &[Segment] {
+        let c = self.0.get();
+        // SAFETY: `ch_segcount` segments follow the chunk (type invariant),
+        // and `Segment` has `svc_rdma_segment`'s layout (checked above).
+        unsafe {
+            core::slice::from_raw_parts(
+                addr_of_mut!((*c).ch_segments).cast::<Segment>(),
+                (*c).ch_segcount as usize,
+            )
+        }
+    }
+
+    /// The chunk as a Write chunk for the encoders.
+    pub(crate) fn as_write_chunk(&self) -> WriteChunk<'_> {
+        WriteChunk {
+            payload_length: self.raw().ch_payload_length,
+            segments: self.segments(),
+        }
+    }
+
+    /// The chunk as the Reply chunk, whose payload length the encoder sets.
+    pub(crate) fn as_reply_chunk(&mut self) -> ReplyChunk<'_> {
+        let c = self.0.get();
+        // SAFETY: we borrow the chunk mutably; `ch_payload_length` and the
+        // segment array are disjoint fields of it.
+        unsafe {
+            ReplyChunk {
+                length: (*c).ch_length,
+                payload_length: &mut *addr_of_mut!((*c).ch_payload_length),
+                segments: core::slice::from_raw_parts(
+                    addr_of_mut!((*c).ch_segments).cast::<Segment>(),
+                    (*c).ch_segcount as usize,
+                ),
+            }
+        }
+    }
+
+    /// Records a result payload of `length` bytes at `position` of the
+    /// reply in this Write chunk.
+    pub(crate) fn set_payload(&mut self, position: u32, length: u32) {
+        let c = self.0.get();
+        // SAFETY: two plain fields of the chunk we borrow mutably.
+        unsafe {
+            (*c).ch_position = position;
+            (*c).ch_payload_length = length;
+        }
+    }
+}

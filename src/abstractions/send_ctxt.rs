@@ -1,0 +1,935 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`Ctxt`]: an owned `struct svc_rdma_send_ctxt`, with its SGE list,
+//! transport header buffer, reply pages and WR chain; [`CtxtList`] and
+//! [`CtxtChain`]: the lock-free lists it moves between; [`Ledger`]: the
+//! record of where it is, kept after its SGEs; [`SendWc`]: the work
+//! completion that hands a posted ctxt back.
+//!
+//! The C struct is shared with `svc_rdma_rw.c` and
+//! `svc_rdma_backchannel.c`, so its layout is C's; the SGE array and the
+//! ledger follow it in the same allocation.
+
+use super::device::{DmaMapping, IbDevice};
+use super::xprt::Rdma;
+use crate::sys;
+use core::alloc::Layout;
+use core::marker::PhantomData;
+use core::mem::{align_of, size_of, ManuallyDrop};
+use core::ptr::{addr_of, addr_of_mut, null_mut, NonNull};
+use kernel::alloc::allocator::Kmalloc;
+use kernel::alloc::flags::{GFP_KERNEL, __GFP_ZERO};
+use kernel::alloc::{Allocator, Flags, NumaNode};
+use kernel::ffi::{c_int, c_ulong};
+use kernel::sync::atomic::{Atomic, AtomicType, Relaxed};
+use kernel::sync::SpinLock;
+use kernel::types::Opaque;
+
+/// Where a send ctxt is in its life (see `ctxt.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(i32)]
+pub(crate) enum CtxtState {
+    /// Held by one thread (a [`Ctxt`], or lent to C). Zero, so that a
+    /// zeroed allocation starts owned by its allocator.
+    Owned = 0,
+    /// On the transport's free list.
+    Free = 1,
+    /// Its WR chain was posted: the Send completion owns it.
+    Posted = 2,
+    /// Put, waiting on `sc_send_release_list` for the next drain.
+    Queued = 3,
+    /// Parked after a partial post until the transport's QP is drained.
+    Orphan = 4,
+}
+
+// SAFETY: `CtxtState` is `repr(i32)`, so it has `i32`'s size and alignment,
+// and every value of it transmutes to an `i32` and back.
+unsafe impl AtomicType for CtxtState {
+    type Repr = i32;
+}
+
+/// The trailing record of every pooled ctxt, after its SGE array.
+///
+/// # Invariants
+///
+/// `link` is on `rs_send_ctxts_all` (under `rs_send_ctxts_all_lock`) from
+/// allocation to free; `ctxt` is the ctxt it follows, set before `link` is
+/// listed; `state` is the ctxt's [`CtxtState`].
+#[repr(C)]
+pub(crate) struct Ledger {
+    link: Opaque<sys::list_head>,
+    state: Atomic<CtxtState>,
+    ctxt: *mut sys::svc_rdma_send_ctxt,
+}
+
+// The ledger follows the ctxt and its SGEs: both keep it aligned.
+kernel::static_assert!(size_of::<sys::svc_rdma_send_ctxt>() % align_of::<Ledger>() == 0);
+kernel::static_assert!(size_of::<sys::ib_sge>() % align_of::<Ledger>() == 0);
+
+/// Byte offset of the ledger in a ctxt with `nsges` SGEs.
+fn ledger_offset(nsges: usize) -> Option<usize> {
+    size_of::<sys::ib_sge>()
+        .checked_mul(nsges)?
+        .checked_add(size_of::<sys::svc_rdma_send_ctxt>())
+}
+
+/// The allocation of a ctxt with `nsges` SGEs: the C struct, its SGE
+/// array, its [`Ledger`].
+fn ctxt_layout(nsges: usize) -> Option<Layout> {
+    let size = ledger_offset(nsges)?.checked_add(size_of::<Ledger>())?;
+    Layout::from_size_align(size, align_of::<sys::svc_rdma_send_ctxt>()).ok()
+}
+
+/// The allocations of a ctxt of `rdma`: the ctxt (with SGEs and ledger),
+/// its page slots, its header buffer.
+fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
+    Some((
+        ctxt_layout(rdma.max_send_sges())?,
+        Layout::array::<*mut sys::page>(rdma.serv_maxpages()).ok()?,
+        Layout::from_size_align(rdma.max_req_size(), align_of::<u64>()).ok()?,
+    ))
+}
+
+/// `kmalloc_node`, zeroed or not; `None` on failure.
+fn kmalloc(layout: Layout, zeroed: bool, node: i32) -> Option<NonNull<u8>> {
+    let flags: Flags = if zeroed { GFP_KERNEL | __GFP_ZERO } else { GFP_KERNEL };
+    let node = NumaNode::new(node).unwrap_or(NumaNode::NO_NODE);
+    Kmalloc::alloc(layout, flags, node).ok().map(NonNull::cast)
+}
+
+/// `kfree` of what [`kmalloc`] returned for `layout` (null is accepted).
+///
+/// # Safety
+///
+/// `ptr` is null or came from [`kmalloc`] with `layout`, and is not used
+/// again.
+unsafe fn kfree(ptr: *mut u8, layout: Layout) {
+    if let Some(p) = NonNull::new(ptr) {
+        // SAFETY: allocated by `Kmalloc` with `layout` (`# Safety`).
+        unsafe { Kmalloc::free(p, layout) };
+    }
+}
+
+/// A send ctxt owned by its holder. Dropping it puts it back
+/// ([`Ctxt::try_put`]); posting it ([`Ctxt::post`]), pushing it on a list
+/// or freeing it gives it away instead.
+///
+/// # Invariants
+///
+/// - Points to a ctxt allocated by [`Ctxt::alloc`] (or KUnit's stand-in,
+///   which has the same layout): the C struct, `sc_max_send_sges` SGEs of
+///   its transport, then its [`Ledger`].
+/// - `sc_rdma` is its transport, which outlives it (`svc_rdma_free`
+///   destroys the ctxts first).
+/// - The holder has exclusive access: the ctxt is on no list, and no CPU
+///   code but the holder's touches it. (After a partial post, Writes of
+///   its chain may still be read by the device; see `sq.rs`.)
+/// - SGEs `1..num_sge` hold payload mappings not yet undone; SGE 0 holds
+///   the header buffer's mapping, made at allocation.
+pub(crate) struct Ctxt(NonNull<sys::svc_rdma_send_ctxt>);
+
+// SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
+// may use (completions run on another CPU than the poster).
+unsafe impl Send for Ctxt {}
+
+impl Ctxt {
+    /// Takes ownership of the ctxt at `ptr`; `None` for null.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is null or a ctxt as the type invariant says, whose ownership
+    /// the caller gives up.
+    pub(crate) unsafe fn from_raw(ptr: *mut sys::svc_rdma_send_ctxt) -> Option<Self> {
+        NonNull::new(ptr).map(Self)
+    }
+
+    /// Gives up ownership, for a caller that hands the ctxt to C.
+    pub(crate) fn into_raw(self) -> *mut sys::svc_rdma_send_ctxt {
+        ManuallyDrop::new(self).0.as_ptr()
+    }
+
+    /// The C pointer.
+    pub(crate) fn as_ptr(&self) -> *mut sys::svc_rdma_send_ctxt {
+        self.0.as_ptr()
+    }
+
+    fn raw(&self) -> &sys::svc_rdma_send_ctxt {
+        // SAFETY: exclusively ours (type invariant).
+        unsafe { self.0.as_ref() }
+    }
+
+    fn raw_mut(&mut self) -> &mut sys::svc_rdma_send_ctxt {
+        // SAFETY: exclusively ours (type invariant).
+        unsafe { self.0.as_mut() }
+    }
+
+    /// The transport this ctxt belongs to.
+    pub(crate) fn rdma(&self) -> &Rdma {
+        // SAFETY: `sc_rdma` outlives the ctxt (type invariant).
+        unsafe { Rdma::from_raw(self.raw().sc_rdma) }
+    }
+
+    /// `svc_rdma_send_ctxt_alloc`: a new ctxt on the device's NUMA node,
+    /// with its header buffer DMA-mapped as SGE 0, every SGE's lkey set,
+    /// its Send WR pre-wired, and listed in the ledger. `None` when memory
+    /// or the mapping cannot be had.
+    pub(crate) fn alloc(rdma: &Rdma) -> Option<Self> {
+        let device = rdma.device();
+        let node = device.numa_node();
+        let nsges = rdma.max_send_sges();
+        let npages = rdma.serv_maxpages();
+        let buf_len = rdma.max_req_size();
+        let (ctxt_layout, pages_layout, buf_layout) = layouts(rdma)?;
+
+        let ctxt = kmalloc(ctxt_layout, true, node);
+        let pages = kmalloc(pages_layout, true, node);
+        let buffer = kmalloc(buf_layout, false, node);
+        // SAFETY: `buffer` is `buf_len` bytes of lowmem, freed only after
+        // the mapping is undone (by `free`, or below).
+        let mapping = buffer.and_then(|b| unsafe { device.map_single(b.cast(), buf_len) });
+        let (Some(ctxt), Some(pages), Some(buffer), Some(mapping)) = (ctxt, pages, buffer, mapping)
+        else {
+            // SAFETY: each is null or allocated above with its layout, and
+            // not shared; a mapping made is undone by its drop first.
+            unsafe {
+                kfree(ctxt.map_or(null_mut(), NonNull::as_ptr), ctxt_layout);
+                kfree(pages.map_or(null_mut(), NonNull::as_ptr), pages_layout);
+                kfree(buffer.map_or(null_mut(), NonNull::as_ptr), buf_layout);
+            }
+            return None;
+        };
+
+        let c = ctxt.cast::<sys::svc_rdma_send_ctxt>().as_ptr();
+        // SAFETY: a zeroed allocation of `ctxt_layout` that only this thread
+        // knows: the C struct, `nsges` SGEs and the ledger are ours to
+        // initialise in place.
+        unsafe {
+            rdma.new_send_cid(&mut (*c).sc_cid);
+            (*c).sc_rdma = rdma.as_ptr();
+            (*c).sc_pages = pages.cast().as_ptr();
+            (*c).sc_maxpages = npages as c_ulong;
+            let wr = addr_of_mut!((*c).sc_send_wr);
+            (*wr).next = null_mut();
+            *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*c).sc_cqe);
+            (*wr).sg_list = addr_of_mut!((*c).sc_sges).cast();
+            (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
+            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
+            (*c).sc_xprt_buf = buffer.as_ptr().cast();
+            sys::rs_xdr_buf_init(addr_of_mut!((*c).sc_hdrbuf), buffer.as_ptr().cast(), buf_len);
+        }
+        let mut this = Self(NonNull::new(c)?);
+        let lkey = rdma.local_dma_lkey();
+        for sge in this.sges_mut() {
+            sge.lkey = lkey;
+        }
+        if let Some(sge0) = this.sges_mut().first_mut() {
+            mapping.into_sge(sge0);
+        }
+        // SAFETY: a new ctxt, not yet listed.
+        unsafe { ledger_list(c, nsges) };
+        Some(this)
+    }
+
+    /// The SGE list: every ctxt of a transport has `sc_max_send_sges`.
+    pub(crate) fn sges(&self) -> &[sys::ib_sge] {
+        let n = self.rdma().max_send_sges();
+        // SAFETY: `n` SGEs follow the struct (type invariant).
+        unsafe { core::slice::from_raw_parts(addr_of!((*self.as_ptr()).sc_sges).cast(), n) }
+    }
+
+    /// The SGE list, to fill in.
+    pub(crate) fn sges_mut(&mut self) -> &mut [sys::ib_sge] {
+        let n = self.rdma().max_send_sges();
+        // SAFETY: `n` SGEs follow the struct (type invariant), exclusively
+        // ours.
+        unsafe { core::slice::from_raw_parts_mut(addr_of_mut!((*self.as_ptr()).sc_sges).cast(), n) }
+    }
+
+    /// Prepares a ctxt taken from the pool for a new reply: an empty
+    /// header stream, no chunk Writes, no payload SGEs, no pages, a chain
+    /// of the Send alone. Opcode, invalidation rkey and SGE lengths are
+    /// left: every poster sets them.
+    pub(crate) fn reset_for_reply(&mut self) {
+        let p = self.as_ptr();
+        let rdma = self.rdma().as_ptr();
+        // SAFETY: exclusively ours (type invariant); the header buffer was
+        // set up by `alloc`, and `sc_reply_info` is this ctxt's.
+        unsafe {
+            (*p).sc_hdrbuf.head[0].iov_len = 0;
+            (*p).sc_hdrbuf.len = 0;
+            sys::xdr_init_encode(
+                addr_of_mut!((*p).sc_stream),
+                addr_of_mut!((*p).sc_hdrbuf),
+                (*p).sc_xprt_buf.cast(),
+                null_mut(),
+            );
+            sys::svc_rdma_cc_init(rdma, addr_of_mut!((*p).sc_reply_info.wi_cc));
+        }
+        let c = self.raw_mut();
+        c.sc_send_wr.num_sge = 0;
+        c.sc_cur_sge_no = 0;
+        c.sc_page_count = 0;
+        c.sc_sqecount = 1;
+        c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
+    }
+
+    /// The transport header buffer (`sc_max_req_size` bytes).
+    pub(crate) fn header_buf(&mut self) -> &mut [u8] {
+        let len = self.rdma().max_req_size();
+        // SAFETY: `sc_xprt_buf` is `max_req_size` bytes allocated with the
+        // ctxt (type invariant), exclusively ours.
+        unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) }
+    }
+
+    /// The header buffer, and a handle for tracing the ctxt while the
+    /// buffer is borrowed: the buffer is an allocation of its own, apart
+    /// from the struct the events read.
+    pub(crate) fn header_buf_traced(&mut self) -> (&mut [u8], CtxtTracer<'_>) {
+        let tracer = CtxtTracer(self.0, PhantomData);
+        let len = self.rdma().max_req_size();
+        // SAFETY: `sc_xprt_buf` is `max_req_size` bytes allocated with the
+        // ctxt (type invariant), exclusively ours, and not part of the
+        // struct `tracer` lets events read.
+        let buf = unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) };
+        (buf, tracer)
+    }
+
+    /// Length of the header built so far.
+    pub(crate) fn header_len(&self) -> u32 {
+        self.raw().sc_hdrbuf.len
+    }
+
+    /// Records a header of `len` bytes in `sc_hdrbuf`/`sc_stream`, as C's
+    /// `xdr_reserve_space` calls leave them. A length past the buffer is
+    /// cut to it.
+    pub(crate) fn commit_header(&mut self, len: usize) {
+        let len = len.min(self.rdma().max_req_size());
+        let c = self.raw_mut();
+        c.sc_hdrbuf.head[0].iov_len = len;
+        c.sc_hdrbuf.len = u32::try_from(len).unwrap_or(u32::MAX);
+        c.sc_stream.p = c.sc_xprt_buf.cast::<u8>().wrapping_add(len).cast();
+    }
+
+    /// Number of SGEs the Send carries (`num_sge`).
+    pub(crate) fn num_sge(&self) -> usize {
+        usize::try_from(self.raw().sc_send_wr.num_sge).unwrap_or(0)
+    }
+
+    /// Starts the SGE list with the header alone, `hdr_len` bytes.
+    pub(crate) fn set_header_sge(&mut self, hdr_len: u32) {
+        self.raw_mut().sc_send_wr.num_sge = 1;
+        if let Some(sge0) = self.sges_mut().first_mut() {
+            sge0.length = hdr_len;
+        }
+    }
+
+    /// Advances `sc_cur_sge_no` and returns it: the index of the next
+    /// payload SGE. `None` if it would overflow.
+    pub(crate) fn next_sge_no(&mut self) -> Option<usize> {
+        let c = self.raw_mut();
+        c.sc_cur_sge_no = c.sc_cur_sge_no.checked_add(1)?;
+        usize::try_from(c.sc_cur_sge_no).ok()
+    }
+
+    /// Stores a payload mapping in SGE `index`, where `release_io` will
+    /// undo it, and counts it in `num_sge`. Gives the mapping back if
+    /// `index` is past the array.
+    pub(crate) fn add_payload_sge<'d>(
+        &mut self,
+        index: usize,
+        mapping: DmaMapping<'d>,
+    ) -> Result<(), DmaMapping<'d>> {
+        let Some(sge) = self.sges_mut().get_mut(index) else {
+            return Err(mapping);
+        };
+        mapping.into_sge(sge);
+        let c = self.raw_mut();
+        c.sc_send_wr.num_sge = c.sc_send_wr.num_sge.saturating_add(1);
+        Ok(())
+    }
+
+    /// Sends the WR as Send With Invalidate of `inv_rkey`, or as plain
+    /// Send when it is 0.
+    pub(crate) fn set_send_opcode(&mut self, inv_rkey: u32) {
+        let wr = &mut self.raw_mut().sc_send_wr;
+        if inv_rkey != 0 {
+            wr.opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+            // SAFETY: `ex` is a union of two `u32`s; writing one is always
+            // valid.
+            unsafe { *wr.ex.invalidate_rkey.as_mut() = inv_rkey };
+        } else {
+            wr.opcode = sys::ib_wr_opcode_IB_WR_SEND;
+        }
+    }
+
+    /// Drops any chunk Writes from the chain: the Send alone goes.
+    pub(crate) fn send_only(&mut self) {
+        let c = self.raw_mut();
+        c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
+        c.sc_sqecount = 1;
+    }
+
+    /// SQ entries the chain needs (`sc_sqecount`).
+    pub(crate) fn sqecount(&self) -> i32 {
+        self.raw().sc_sqecount
+    }
+
+    /// The completion ID, for tracepoints.
+    pub(crate) fn cid(&self) -> &sys::rpc_rdma_cid {
+        &self.raw().sc_cid
+    }
+
+    /// A copy of the completion ID, for use after the ctxt is given away.
+    pub(crate) fn cid_copy(&self) -> sys::rpc_rdma_cid {
+        let c = self.cid();
+        sys::rpc_rdma_cid {
+            ci_queue_id: c.ci_queue_id,
+            ci_completion_id: c.ci_completion_id,
+        }
+    }
+
+    /// Reply pages held (`sc_page_count`).
+    pub(crate) fn page_count(&self) -> usize {
+        usize::try_from(self.raw().sc_page_count).unwrap_or(0)
+    }
+
+    /// The page slots (`sc_maxpages` of them) and the count to set once
+    /// they are filled.
+    pub(crate) fn page_slots(&mut self) -> (&mut [*mut sys::page], &mut c_int) {
+        let c = self.as_ptr();
+        // SAFETY: `sc_pages` holds `sc_maxpages` slots allocated with the
+        // ctxt (type invariant); the slots and the count are disjoint and
+        // exclusively ours.
+        unsafe {
+            (
+                core::slice::from_raw_parts_mut((*c).sc_pages, (*c).sc_maxpages as usize),
+                &mut *addr_of_mut!((*c).sc_page_count),
+            )
+        }
+    }
+
+    /// Makes the header SGE's CPU writes visible to the device.
+    pub(crate) fn sync_header_for_device(&self) {
+        let Some(sge0) = self.sges().first() else {
+            return;
+        };
+        self.rdma().device().sync_for_device(sge0.addr, sge0.length);
+    }
+
+    fn ledger(&self) -> &Ledger {
+        // SAFETY: the ledger follows the SGEs (type invariant).
+        unsafe { &*ledger_ptr(self.as_ptr(), self.rdma().max_send_sges()) }
+    }
+
+    /// Records where the ctxt is going.
+    pub(crate) fn set_state(&self, state: CtxtState) {
+        self.ledger().state.store(state, Relaxed);
+    }
+
+    /// `svc_rdma_send_ctxt_put` (also what dropping a [`Ctxt`] does):
+    /// queues the ctxt on its transport's release list
+    /// (`sc_send_release_list`) for the next drain, and on the
+    /// empty→non-empty transition enqueues the transport (`XPT_DATA`), so
+    /// that an nfsd thread drains the list even on an idle connection.
+    /// Callable from the Send completion.
+    ///
+    /// A ctxt that is neither owned nor posted (a second put of the same
+    /// ctxt) is refused, its state returned and nothing touched: queueing
+    /// it again would corrupt the list it is on.
+    pub(crate) fn try_put(self) -> Result<(), CtxtState> {
+        let c = ManuallyDrop::new(self).0;
+        // SAFETY: we owned the ctxt and give it up here.
+        unsafe { Self::queue_for_release(c) }
+    }
+
+    /// The work of [`Self::try_put`].
+    ///
+    /// # Safety
+    ///
+    /// `c` is a ctxt as the type invariant says, whose owner gives it up.
+    unsafe fn queue_for_release(c: NonNull<sys::svc_rdma_send_ctxt>) -> Result<(), CtxtState> {
+        // The ctxt is given away below: only its methods are used, never
+        // its drop.
+        let this = ManuallyDrop::new(Self(c));
+        let state = &this.ledger().state;
+        // Posted first: most puts come from the Send completion.
+        state
+            .cmpxchg(CtxtState::Posted, CtxtState::Queued, Relaxed)
+            .or_else(|_| state.cmpxchg(CtxtState::Owned, CtxtState::Queued, Relaxed))?;
+        let rdma = this.raw().sc_rdma;
+        // SAFETY: the transport outlives its ctxts (type invariant), and
+        // the caller's context keeps it alive for this call (a request, or
+        // the Send completion, which `svc_rdma_free` waits for); `rdma` is
+        // a copy of the pointer, not a borrow of the ctxt we give away.
+        let rdma = unsafe { Rdma::from_raw(rdma) };
+        if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) {
+            rdma.set_data_and_enqueue();
+        }
+        Ok(())
+    }
+
+    /// Posts the WR chain with `post` (`ib_post_send` or a stand-in),
+    /// its completion handled by `done`. On success the ctxt belongs to
+    /// the completion (marked [`CtxtState::Posted`] before posting, since
+    /// the completion may run before `post` returns).
+    pub(crate) fn post(self, done: CompletionFn, post: PostFn) -> Result<(), PostFailure> {
+        let rdma = self.rdma();
+        let qp = rdma.qp();
+        let c = self.as_ptr();
+        // SAFETY: exclusively ours until posted.
+        let first_wr = unsafe {
+            (*c).sc_cqe.done = Some(done);
+            (*c).sc_wr_chain.cast_const()
+        };
+        self.set_state(CtxtState::Posted);
+        let ctxt = ManuallyDrop::new(self);
+        let mut bad_wr: *const sys::ib_send_wr = first_wr;
+        // SAFETY: a complete chain of our ctxt on its transport's QP; from
+        // here the device and the completion may use the ctxt.
+        let ret = unsafe { post(qp, first_wr, &mut bad_wr) };
+        if ret == 0 {
+            return Ok(());
+        }
+        // SAFETY: the Send is the last WR, and it was not posted (the post
+        // failed at or before it), so no completion will take the ctxt: it
+        // is ours again.
+        let ctxt = ManuallyDrop::into_inner(ctxt);
+        ctxt.set_state(CtxtState::Owned);
+        if bad_wr == first_wr {
+            return Err(PostFailure { ret, ctxt, unposted: None });
+        }
+        // Count the unposted tail. A driver that reports no bad WR is taken
+        // the safe way: something may be in flight.
+        let mut unposted = 0i32;
+        let mut wr = bad_wr;
+        while !wr.is_null() {
+            unposted = unposted.saturating_add(1);
+            // SAFETY: `wr` is a WR of our chain, which is null-terminated.
+            wr = unsafe { (*wr).next };
+        }
+        Err(PostFailure { ret, ctxt, unposted: Some(unposted) })
+    }
+}
+
+impl Drop for Ctxt {
+    /// Puts the ctxt ([`Ctxt::try_put`]), so that every early return of
+    /// the Send path releases the reply's resources. A refused put is
+    /// reported once with a warning.
+    fn drop(&mut self) {
+        // SAFETY: the ctxt is ours and `drop` gives it up.
+        if let Err(was) = unsafe { Self::queue_for_release(self.0) } {
+            kernel::pr_err!("send ctxt put while {:?}: ignored\n", was);
+            kernel::do_once_lite! { kernel::warn_on!(true); }
+        }
+    }
+}
+
+/// A ctxt none of whose WRs is in flight any more, so that its I/O
+/// resources can be released and its memory freed.
+///
+/// # Invariants
+///
+/// No WR of the ctxt's chain is posted and not completed: its completion
+/// ran, it was never posted, or its QP was drained.
+pub(crate) struct IdleCtxt(Ctxt);
+
+impl IdleCtxt {
+    /// Asserts that nothing of `ctxt` is in flight.
+    ///
+    /// # Safety
+    ///
+    /// As the type invariant says.
+    pub(crate) unsafe fn assume(ctxt: Ctxt) -> Self {
+        Self(ctxt)
+    }
+
+    /// The ctxt.
+    pub(crate) fn ctxt(&self) -> &Ctxt {
+        &self.0
+    }
+
+    /// Back to a plain owned ctxt.
+    pub(crate) fn into_ctxt(self) -> Ctxt {
+        self.0
+    }
+
+    /// The I/O resources of a sent (or abandoned) reply, released: the
+    /// chunks' R/W contexts, the payload mappings (each traced), the reply
+    /// pages. SGE 0, the header, stays mapped.
+    /// Returns the payload SGEs unmapped and the pages released.
+    pub(crate) fn release_io(&mut self) -> (usize, usize) {
+        let ctxt = &mut self.0;
+        let rdma = ctxt.rdma().as_ptr();
+        let p = ctxt.as_ptr();
+        // SAFETY: nothing of the chain is in flight (type invariant), so
+        // the chunks' R/W contexts are idle.
+        unsafe {
+            sys::svc_rdma_write_chunk_release(rdma, p);
+            sys::svc_rdma_reply_chunk_release(rdma, p);
+        }
+        // `num_sge` counts only SGEs that were mapped; never past the array.
+        let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
+        let mut unmapped = 0usize;
+        if mapped > 1 {
+            let device: &IbDevice = ctxt.rdma().device();
+            for sge in ctxt.sges().get(1..mapped).unwrap_or_default() {
+                super::events::dma_unmap_page(ctxt.cid(), sge);
+                // SAFETY: SGEs `1..num_sge` hold live payload mappings
+                // (`Ctxt` invariant), unused now (type invariant).
+                unsafe { device.unmap_page(sge.addr, sge.length) };
+                unmapped = unmapped.saturating_add(1);
+            }
+        }
+        let pages = ctxt.page_count();
+        if pages > 0 {
+            // SAFETY: the first `sc_page_count` slots hold page references
+            // moved in from the request; no I/O uses them any more.
+            unsafe { sys::rs_release_pages(ctxt.raw().sc_pages, ctxt.raw().sc_page_count) };
+        }
+        (unmapped, pages)
+    }
+
+    /// Frees the ctxt: unlists it, undoes its header mapping, frees its
+    /// buffers. Payload mappings or pages it still held would be leaked:
+    /// free only released ctxts (those of the free list).
+    pub(crate) fn free(self) {
+        let ctxt = ManuallyDrop::new(self.0);
+        let Some((ctxt_layout, pages_layout, buf_layout)) = layouts(ctxt.rdma()) else {
+            return;
+        };
+        let nsges = ctxt.rdma().max_send_sges();
+        let sge0 = ctxt.sges().first().map_or(0, |s| s.addr);
+        // SAFETY: nothing of the ctxt is in flight (type invariant), so its
+        // header mapping, made by `alloc` with the buffer's length, can go.
+        unsafe { ctxt.rdma().device().unmap_single(sge0, buf_layout.size()) };
+        let c = ctxt.as_ptr();
+        // SAFETY: the ctxt was allocated by `alloc` with these layouts (the
+        // transport's sizes are constant) and listed; it is ours, and its
+        // memory is not used again.
+        unsafe {
+            ledger_unlist(c, nsges);
+            kfree((*c).sc_xprt_buf.cast(), buf_layout);
+            kfree((*c).sc_pages.cast(), pages_layout);
+            kfree(c.cast(), ctxt_layout);
+        }
+    }
+
+}
+
+/// A handle to trace a [`Ctxt`] while its header buffer is borrowed.
+///
+/// # Invariants
+///
+/// Points to the ctxt it was taken from, borrowed for `'a`.
+pub(crate) struct CtxtTracer<'a>(NonNull<sys::svc_rdma_send_ctxt>, PhantomData<&'a Ctxt>);
+
+impl CtxtTracer<'_> {
+    /// The C pointer, for the events (which read only its cid).
+    pub(crate) fn as_ptr(&self) -> *const sys::svc_rdma_send_ctxt {
+        self.0.as_ptr()
+    }
+}
+
+/// The Send completion handler of a posted ctxt.
+pub(crate) type CompletionFn = unsafe extern "C" fn(*mut sys::ib_cq, *mut sys::ib_wc);
+
+/// The signature of `ib_post_send`.
+pub(crate) type PostFn = unsafe extern "C" fn(
+    *mut sys::ib_qp,
+    *const sys::ib_send_wr,
+    *mut *const sys::ib_send_wr,
+) -> i32;
+
+/// A failed [`Ctxt::post`]: the ctxt is handed back.
+pub(crate) struct PostFailure {
+    /// What `post` returned.
+    pub(crate) ret: i32,
+    /// The ctxt, whose Send will never complete.
+    pub(crate) ctxt: Ctxt,
+    /// `None` when nothing was posted; else how many WRs were not (some
+    /// Writes were, and may still read the ctxt's mappings).
+    pub(crate) unposted: Option<i32>,
+}
+
+/// A polled work completion of a Send CQ.
+#[repr(transparent)]
+pub(crate) struct SendWc(Opaque<sys::ib_wc>);
+
+impl SendWc {
+    /// Borrows the completion at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a completion the RDMA core passes to a Send completion
+    /// handler, valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::ib_wc) -> &'a Self {
+        // SAFETY: a transparent `Opaque<ib_wc>`, valid for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C pointer, for tracepoints.
+    pub(crate) fn as_ptr(&self) -> *const sys::ib_wc {
+        self.0.get()
+    }
+
+    /// The completion status (`IB_WC_*`).
+    pub(crate) fn status(&self) -> u32 {
+        // SAFETY: a field of the valid completion.
+        unsafe { (*self.0.get()).status }
+    }
+
+    /// The ctxt whose Send completed, now owned by the caller.
+    ///
+    /// # Safety
+    ///
+    /// The completion is of a Send posted by [`Ctxt::post`] (its `wr_cqe`
+    /// is that ctxt's `sc_cqe`), and is taken once.
+    pub(crate) unsafe fn take_ctxt(&self) -> Ctxt {
+        // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt (`# Safety`),
+        // whose ownership passes to the completion.
+        unsafe {
+            let cqe = *(*self.0.get()).__bindgen_anon_1.wr_cqe.as_ref();
+            Ctxt(NonNull::new_unchecked(kernel::container_of!(
+                cqe,
+                sys::svc_rdma_send_ctxt,
+                sc_cqe
+            )))
+        }
+    }
+}
+
+/// A lock-free list of send ctxts linked by `sc_node` (`llist_head`).
+///
+/// # Invariants
+///
+/// An initialised `llist_head` whose nodes are the `sc_node`s of ctxts
+/// that belong to the list (a ctxt on it is owned by no one else).
+#[repr(transparent)]
+pub(crate) struct CtxtList(Opaque<sys::llist_head>);
+
+impl CtxtList {
+    /// # Safety
+    ///
+    /// `ptr` is a list as the type invariant says, live for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::llist_head) -> &'a Self {
+        // SAFETY: a transparent `Opaque<llist_head>`, live for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The module-wide list of ctxts parked after a partial post (the
+    /// transport has no field for it), and the lock its consumers take.
+    pub(crate) fn orphans() -> (&'static Self, &'static SpinLock<()>) {
+        // SAFETY: the shim's statically initialised list and lock, which
+        // live as long as the module.
+        unsafe {
+            (
+                Self::from_raw(&raw mut sys::rs_orphans),
+                SpinLock::from_raw(&raw mut sys::rs_orphans_lock),
+            )
+        }
+    }
+
+    /// `llist_add`: adds `ctxt`; true if the list was empty. Any context,
+    /// concurrently with other adds and with [`Self::take_all`].
+    pub(crate) fn push(&self, ctxt: Ctxt) -> bool {
+        let c = ctxt.into_raw();
+        // SAFETY: the node of a ctxt we give to the list.
+        unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }
+    }
+
+    /// `llist_del_all`: takes every ctxt on the list.
+    pub(crate) fn take_all(&self) -> CtxtChain {
+        // SAFETY: an initialised list; what it returns is ours.
+        CtxtChain(unsafe { sys::rs_llist_del_all(self.0.get()) })
+    }
+
+    /// `llist_del_first` under `lock`, which every consumer of this list
+    /// takes (`llist_del_first` allows one at a time).
+    ///
+    /// # Safety
+    ///
+    /// Every caller of `pop` on this list passes the same lock.
+    pub(crate) unsafe fn pop(&self, lock: &SpinLock<()>) -> Option<Ctxt> {
+        let node = {
+            let _guard = lock.lock();
+            // SAFETY: consumers are serialised by `lock` (`# Safety`).
+            unsafe { sys::llist_del_first(self.0.get()) }
+        };
+        NonNull::new(node).map(|n| Ctxt(ctxt_of(n)))
+    }
+}
+
+/// The ctxt whose `sc_node` is `node`.
+fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc_rdma_send_ctxt> {
+    // SAFETY: every node on a ctxt list is the `sc_node` of a ctxt, so the
+    // container is non-null.
+    unsafe {
+        NonNull::new_unchecked(kernel::container_of!(
+            node.as_ptr(),
+            sys::svc_rdma_send_ctxt,
+            sc_node
+        ))
+    }
+}
+
+/// A private chain of ctxts taken off a [`CtxtList`]; iterating yields
+/// them, owned.
+///
+/// # Invariants
+///
+/// Null, or the first of a null-terminated chain of `sc_node`s of ctxts
+/// that belong to the chain.
+#[must_use = "the ctxts of a chain must be released"]
+pub(crate) struct CtxtChain(*mut sys::llist_node);
+
+impl CtxtChain {
+    /// An empty chain.
+    pub(crate) fn new() -> Self {
+        Self(null_mut())
+    }
+
+    /// Adds `ctxt` in front.
+    pub(crate) fn push(&mut self, ctxt: Ctxt) {
+        let c = ctxt.into_raw();
+        // SAFETY: the node of a ctxt we give to the chain.
+        unsafe {
+            (*c).sc_node.next = self.0;
+            self.0 = addr_of_mut!((*c).sc_node);
+        }
+    }
+}
+
+impl Iterator for CtxtChain {
+    type Item = Ctxt;
+
+    fn next(&mut self) -> Option<Ctxt> {
+        let node = NonNull::new(self.0)?;
+        // SAFETY: a node of our chain (type invariant); its link is read
+        // before the ctxt is handed out (its new owner may relink it).
+        self.0 = unsafe { (*node.as_ptr()).next };
+        Some(Ctxt(ctxt_of(node)))
+    }
+}
+
+/// Where the ledger of `ctxt` with `nsges` SGEs is.
+fn ledger_ptr(ctxt: *mut sys::svc_rdma_send_ctxt, nsges: usize) -> *mut Ledger {
+    let offset = ledger_offset(nsges).unwrap_or(0);
+    ctxt.cast::<u8>().wrapping_add(offset).cast::<Ledger>()
+}
+
+/// Lists a new ctxt (zeroed, so `Owned`) on the list of all ctxts.
+///
+/// # Safety
+///
+/// `c` is a new ctxt with `nsges` SGEs that nobody else knows, not listed.
+unsafe fn ledger_list(c: *mut sys::svc_rdma_send_ctxt, nsges: usize) {
+    let l = ledger_ptr(c, nsges);
+    // SAFETY: the ledger of a new ctxt (`# Safety`): written in place
+    // before it is published under the lock.
+    unsafe { (*l).ctxt = c };
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: the shim's list, changed only under its lock, which we hold.
+    unsafe { sys::list_add_tail((*l).link.get(), &raw mut sys::rs_send_ctxts_all) };
+}
+
+/// Takes `c` off the list of all ctxts.
+///
+/// # Safety
+///
+/// `c` was listed by [`ledger_list`] with `nsges` SGEs.
+unsafe fn ledger_unlist(c: *mut sys::svc_rdma_send_ctxt, nsges: usize) {
+    let link = ledger_ptr(c, nsges);
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: the link is on the list (`# Safety`), which we hold the lock
+    // of.
+    unsafe { sys::rs_list_del((*link).link.get()) };
+}
+
+fn all_ctxts_lock() -> &'static SpinLock<()> {
+    // SAFETY: the shim's statically initialised lock, live as long as the
+    // module.
+    unsafe { SpinLock::from_raw(&raw mut sys::rs_send_ctxts_all_lock) }
+}
+
+/// Calls `f` with each listed ctxt of `rdma` and its state, under the
+/// lock of the list of all ctxts; `f` returns whether it takes the ctxt,
+/// which is then added to the returned chain. `f` must take only ctxts
+/// that nobody else owns (see `ctxt::reclaim_unreturned`).
+pub(crate) fn take_ctxts_of(rdma: &Rdma, mut f: impl FnMut(CtxtState) -> bool) -> CtxtChain {
+    let mut taken = CtxtChain::new();
+    let head = &raw mut sys::rs_send_ctxts_all;
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: the list, under its lock: every entry is the link of a live
+    // ctxt's ledger (listed at allocation, unlisted before free), whose
+    // `ctxt` was set before it was listed. A ctxt that `f` takes is one
+    // nobody owns (its contract), so it may become ours.
+    unsafe {
+        let mut link = (*head).next;
+        while link != head {
+            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+            let c = (*l).ctxt;
+            link = (*link).next;
+            if (*c).sc_rdma == rdma.as_ptr() && f((*l).state.load(Relaxed)) {
+                taken.push(Ctxt(NonNull::new_unchecked(c)));
+            }
+        }
+    }
+    taken
+}
+
+#[cfg(rpcrdma_kunit)]
+impl Ctxt {
+    /// A KUnit stand-in ctxt of `rdma`: zeroed, listed, with `writes`
+    /// chained before its Send WR and no header buffer or pages.
+    pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {
+        let nsges = rdma.max_send_sges();
+        let c = kmalloc(ctxt_layout(nsges)?, true, -1)?.cast::<sys::svc_rdma_send_ctxt>().as_ptr();
+        // SAFETY: a zeroed ctxt only this test knows.
+        unsafe {
+            (*c).sc_rdma = rdma.as_ptr();
+            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
+            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_reply_info.wi_cc.cc_rwctxts));
+            (*c).sc_send_wr.sg_list = addr_of_mut!((*c).sc_sges).cast();
+            (*c).sc_send_wr.num_sge = 1;
+            let mut next = addr_of_mut!((*c).sc_send_wr);
+            for w in writes.iter_mut().rev() {
+                w.next = next;
+                next = w;
+            }
+            (*c).sc_wr_chain = next;
+            (*c).sc_sqecount = i32::try_from(writes.len()).unwrap_or(i32::MAX).saturating_add(1);
+            ledger_list(c, nsges);
+        }
+        Some(Self(NonNull::new(c)?))
+    }
+
+    /// Frees a stand-in of [`Self::alloc_fake`], wherever the test left
+    /// it: the first still listed for `rdma`. False when none is left.
+    pub(crate) fn free_next_fake(rdma: &Rdma) -> bool {
+        let nsges = rdma.max_send_sges();
+        let mut found = null_mut();
+        let head = &raw mut sys::rs_send_ctxts_all;
+        {
+            let _guard = all_ctxts_lock().lock();
+            // SAFETY: the list under its lock, as in `take_ctxts_of`.
+            unsafe {
+                let mut link = (*head).next;
+                while link != head {
+                    let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+                    if (*(*l).ctxt).sc_rdma == rdma.as_ptr() {
+                        sys::rs_list_del(link);
+                        found = (*l).ctxt;
+                        break;
+                    }
+                    link = (*link).next;
+                }
+            }
+        }
+        if found.is_null() {
+            return false;
+        }
+        // SAFETY: a stand-in, unlisted; the test is over, nobody uses it.
+        unsafe { kfree(found.cast(), ctxt_layout(nsges).unwrap_or(Layout::new::<u8>())) };
+        true
+    }
+}

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`XdrBuf`]: a reply (`struct xdr_buf`: head kvec, page data, tail kvec)
+//! or a region of one, read as [`Fragment`]s.
+
+use super::device::{DmaMapping, IbDevice};
+use crate::proto::pullup::{self, XdrShape};
+use crate::sys;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use kernel::page::PAGE_SIZE;
+use kernel::types::Opaque;
+
+/// `PAGE_SIZE` as the `u32` of lengths and offsets in an `xdr_buf`.
+pub(crate) const PAGE_SIZE_U32: u32 = {
+    kernel::static_assert!(PAGE_SIZE <= u32::MAX as usize);
+    PAGE_SIZE as u32
+};
+
+/// A borrowed `struct xdr_buf`.
+///
+/// # Invariants
+///
+/// The buffer is valid and unchanged while borrowed: its kvecs point to
+/// `iov_len` readable bytes of lowmem, and its page array covers
+/// `page_base + page_len` bytes of live pages.
+#[repr(transparent)]
+pub(crate) struct XdrBuf(Opaque<sys::xdr_buf>);
+
+impl XdrBuf {
+    /// Borrows the buffer at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a valid `xdr_buf` as the type invariant says, for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *const sys::xdr_buf) -> &'a Self {
+        // SAFETY: a transparent `Opaque<xdr_buf>`; validity for `'a` is the
+        // caller's guarantee.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C pointer, for calls back into C.
+    pub(crate) fn as_ptr(&self) -> *const sys::xdr_buf {
+        self.0.get()
+    }
+
+    fn raw(&self) -> &sys::xdr_buf {
+        // SAFETY: valid and unchanged while borrowed (type invariant).
+        unsafe { &*self.0.get() }
+    }
+
+    /// Total length in bytes.
+    pub(crate) fn len(&self) -> u32 {
+        self.raw().len
+    }
+
+    /// Its lengths, for the pull-up decisions of [`pullup`].
+    pub(crate) fn shape(&self) -> XdrShape {
+        let x = self.raw();
+        XdrShape {
+            head_len: u32::try_from(x.head[0].iov_len).unwrap_or(u32::MAX),
+            page_base: x.page_base,
+            page_len: x.page_len,
+            tail_len: u32::try_from(x.tail[0].iov_len).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// The head kvec, unless empty.
+    pub(crate) fn head(&self) -> Option<Fragment<'_>> {
+        Fragment::of_kvec(&self.raw().head[0])
+    }
+
+    /// The tail kvec, unless empty.
+    pub(crate) fn tail(&self) -> Option<Fragment<'_>> {
+        Fragment::of_kvec(&self.raw().tail[0])
+    }
+
+    /// The page data, one fragment per page touched.
+    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Fragment<'_>> + '_ {
+        let x = self.raw();
+        let pages = x.pages;
+        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).filter_map(
+            move |(index, offset, len)| {
+                // SAFETY: the page array covers `page_base + page_len`
+                // (type invariant), which `page_fragments` stays within.
+                let page = unsafe { *pages.add(index) };
+                Some(Fragment {
+                    at: At::Page(NonNull::new(page)?),
+                    offset,
+                    len,
+                    _buf: PhantomData,
+                })
+            },
+        )
+    }
+}
+
+enum At {
+    /// In the kernel's direct map, at this address.
+    Virt(NonNull<u8>),
+    /// In this page, at `offset`.
+    Page(NonNull<sys::page>),
+}
+
+/// A contiguous piece of an [`XdrBuf`]: a kvec, or the part of the page
+/// data in one page.
+///
+/// # Invariants
+///
+/// `len` bytes at `offset` of `at` (or at `at` itself for a kvec) are part of
+/// the borrowed buffer, readable, and in lowmem.
+pub(crate) struct Fragment<'a> {
+    at: At,
+    offset: u32,
+    len: u32,
+    _buf: PhantomData<&'a XdrBuf>,
+}
+
+impl Fragment<'_> {
+    fn of_kvec(iov: &sys::kvec) -> Option<Self> {
+        let len = u32::try_from(iov.iov_len).ok().filter(|&l| l > 0)?;
+        Some(Self {
+            at: At::Virt(NonNull::new(iov.iov_base.cast::<u8>())?),
+            offset: 0,
+            len,
+            _buf: PhantomData,
+        })
+    }
+
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Maps the fragment for sending on `device`, through its page, since
+    /// the Send path unmaps per page. The error is the cookie of the failed
+    /// mapping.
+    pub(crate) fn dma_map<'d>(&self, device: &'d IbDevice) -> Result<DmaMapping<'d>, u64> {
+        let (page, offset) = match self.at {
+            At::Page(page) => (page, self.offset),
+            At::Virt(base) => {
+                let offset = (base.as_ptr() as usize) & (PAGE_SIZE - 1);
+                // SAFETY: a kvec of the buffer lies in the direct map (type
+                // invariant), where `virt_to_page` is valid.
+                let page = unsafe { sys::rs_virt_to_page(base.as_ptr().cast()) };
+                (NonNull::new(page).ok_or(0u64)?, offset as u32)
+            }
+        };
+        // SAFETY: the page holds the fragment's bytes (type invariant) and
+        // the reply keeps them until the mapping's owner, the send ctxt,
+        // is released.
+        unsafe { device.map_page(page, offset, self.len) }
+    }
+
+    /// Copies the fragment to the start of `to`, which must be at least
+    /// as long; returns false, copying nothing, when it is not.
+    ///
+    /// Reply pages can be page-cache pages that a local writer changes
+    /// while the reply is built, so the source is read through a raw copy,
+    /// never as a `&[u8]` that would assert it cannot change; the copy
+    /// holds some mix of old and new bytes, as C's `memcpy` would.
+    pub(crate) fn copy_to(&self, to: &mut [u8]) -> bool {
+        let len = self.len as usize;
+        let Some(to) = to.get_mut(..len) else {
+            return false;
+        };
+        let src = match self.at {
+            At::Virt(base) => base.as_ptr(),
+            // SAFETY: reply pages are lowmem (type invariant), so the page
+            // has a kernel address; `offset + len` is within it.
+            At::Page(page) => unsafe {
+                sys::rs_page_address(page.as_ptr())
+                    .cast::<u8>()
+                    .add(self.offset as usize)
+            },
+        };
+        // SAFETY: `src` is `len` readable bytes of the buffer (type
+        // invariant); `to` is `len` bytes of the caller's, which a borrowed
+        // reply cannot overlap.
+        unsafe { core::ptr::copy_nonoverlapping(src, to.as_mut_ptr(), len) };
+        true
+    }
+}

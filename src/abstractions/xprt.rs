@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`Rdma`]: a `struct svcxprt_rdma`, the RPC-over-RDMA server transport,
+//! and [`WaitQueue`], its wait queues.
+//!
+//! The transport is owned by C (svc_xprt reference counting in sunrpc). The
+//! Send path only borrows it, for the length of a call from C:
+//! `svc_rdma_sendto` is called with the transport referenced by the nfsd
+//! thread, and `svc_rdma_wc_send` runs from the transport's own Send CQ,
+//! which `svc_rdma_free` drains (`ib_drain_qp`) before it frees anything.
+//! That drain is the transport lifetime rule of the Send path: while a Send
+//! may still complete, the transport exists. See `sq.rs` for where it
+//! matters.
+
+use super::device::IbDevice;
+use super::recv_ctxt::{Pcl, RecvCtxt};
+use super::send_ctxt::{Ctxt, CtxtList, IdleCtxt};
+use super::xdr_buf::XdrBuf;
+use crate::sys;
+use core::ptr::addr_of_mut;
+use kernel::ffi::c_int;
+use kernel::sync::atomic::Atomic;
+use kernel::sync::SpinLock;
+use kernel::types::Opaque;
+
+/// A borrowed RPC-over-RDMA server transport.
+///
+/// # Invariants
+///
+/// The transport is live while borrowed, and was fully set up before it was
+/// published: the fields read without synchronisation here (sizes, limits,
+/// the PD, QP and CM ID) never change afterwards.
+#[repr(transparent)]
+pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
+
+impl Rdma {
+    /// Borrows the transport at `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a published `svcxprt_rdma` that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::svcxprt_rdma) -> &'a Self {
+        // SAFETY: `Rdma` is a transparent wrapper of `Opaque<svcxprt_rdma>`,
+        // which has the layout of `svcxprt_rdma`; the caller guarantees the
+        // pointee lives for `'a`. All access goes through raw pointers or
+        // atomics, so shared use with C is sound.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// The C pointer, for calls back into C.
+    pub(crate) fn as_ptr(&self) -> *mut sys::svcxprt_rdma {
+        self.0.get()
+    }
+
+    fn raw(&self) -> *mut sys::svcxprt_rdma {
+        self.0.get()
+    }
+
+    /// The atomic `int` inside an `atomic_t` field.
+    ///
+    /// # Safety
+    ///
+    /// `field` points into this transport.
+    unsafe fn atomic(&self, field: *mut sys::atomic_t) -> &Atomic<i32> {
+        // SAFETY: `field` points into this live transport (`# Safety`);
+        // `atomic_t` is an `int` accessed only atomically by C and by us.
+        unsafe { Atomic::from_ptr(addr_of_mut!((*field).counter)) }
+    }
+
+    /// `sc_sq_avail`: free Send Queue entries.
+    pub(crate) fn sq_avail(&self) -> &Atomic<i32> {
+        // SAFETY: a field of this transport.
+        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_avail)) }
+    }
+
+    /// `sc_sq_ticket_head`: the next SQ wait ticket to hand out.
+    pub(crate) fn sq_ticket_head(&self) -> &Atomic<i32> {
+        // SAFETY: a field of this transport.
+        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_ticket_head)) }
+    }
+
+    /// `sc_sq_ticket_tail`: the ticket being served.
+    pub(crate) fn sq_ticket_tail(&self) -> &Atomic<i32> {
+        // SAFETY: a field of this transport.
+        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_ticket_tail)) }
+    }
+
+    /// `sc_send_wait`: threads waiting for SQ entries.
+    pub(crate) fn send_wait(&self) -> &WaitQueue {
+        // SAFETY: an initialised wait queue of this live transport.
+        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.raw()).sc_send_wait)) }
+    }
+
+    /// `sc_sq_ticket_wait`: ticket holders waiting for their turn.
+    pub(crate) fn sq_ticket_wait(&self) -> &WaitQueue {
+        // SAFETY: an initialised wait queue of this live transport.
+        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.raw()).sc_sq_ticket_wait)) }
+    }
+
+    /// `sc_send_ctxts`: the pool's free list.
+    pub(crate) fn free_ctxts(&self) -> &CtxtList {
+        // SAFETY: the free list of this transport holds only its idle send
+        // ctxts, linked by `sc_node`.
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_ctxts)) }
+    }
+
+    /// `sc_send_release_list`: ctxts put back and not yet released.
+    pub(crate) fn released_ctxts(&self) -> &CtxtList {
+        // SAFETY: the release list of this transport holds only its queued
+        // send ctxts, linked by `sc_node`.
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_release_list)) }
+    }
+
+    /// Takes every ctxt queued for release: their Sends completed, or were
+    /// never posted.
+    pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: a ctxt is queued only by a put, which the Send completion
+        // makes once its chain is done, or an owner makes before posting or
+        // after a post that posted nothing: none of them is in flight.
+        self.released_ctxts().take_all().map(|c| unsafe { IdleCtxt::assume(c) })
+    }
+
+    /// Takes every ctxt of the free list: released, idle.
+    pub(crate) fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: only released ctxts, none of whose WRs is in flight, are
+        // put on the free list.
+        self.free_ctxts().take_all().map(|c| unsafe { IdleCtxt::assume(c) })
+    }
+
+    /// `sc_send_lock`: makes [`CtxtList::pop`] on the free list single
+    /// consumer, as `llist_del_first` requires.
+    pub(crate) fn send_lock(&self) -> &SpinLock<()> {
+        // SAFETY: an initialised spinlock of this live transport.
+        unsafe { SpinLock::from_raw(addr_of_mut!((*self.raw()).sc_send_lock)) }
+    }
+
+    /// Takes an idle ctxt from the free list.
+    pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt> {
+        // SAFETY: every consumer of the free list but teardown (which runs
+        // alone) pops through here, under `sc_send_lock`.
+        unsafe { self.free_ctxts().pop(self.send_lock()) }
+    }
+
+    /// `sc_max_req_size`: size of the transport header buffer.
+    pub(crate) fn max_req_size(&self) -> usize {
+        // SAFETY: constant after publication (type invariant).
+        let v = unsafe { (*self.raw()).sc_max_req_size };
+        usize::try_from(v).unwrap_or(0)
+    }
+
+    /// `sc_max_send_sges`: SGEs a Send WR may carry.
+    pub(crate) fn max_send_sges(&self) -> usize {
+        // SAFETY: constant after publication (type invariant).
+        let v = unsafe { (*self.raw()).sc_max_send_sges };
+        usize::try_from(v).unwrap_or(0)
+    }
+
+    /// `sc_sq_depth`: Send Queue entries in all; a chain needing more can
+    /// never be posted.
+    pub(crate) fn sq_depth(&self) -> u32 {
+        // SAFETY: constant after publication (type invariant).
+        unsafe { (*self.raw()).sc_sq_depth }
+    }
+
+    /// `sc_fc_credits`: credits granted, already in wire byte order.
+    pub(crate) fn fc_credits_be(&self) -> u32 {
+        // SAFETY: constant after publication (type invariant).
+        unsafe { (*self.raw()).sc_fc_credits }
+    }
+
+    /// The local DMA lkey of the transport's protection domain.
+    pub(crate) fn local_dma_lkey(&self) -> u32 {
+        // SAFETY: `sc_pd` is allocated before publication and freed only
+        // after all send ctxts are destroyed.
+        unsafe { (*(*self.raw()).sc_pd).local_dma_lkey }
+    }
+
+    /// The RDMA device the transport is connected through.
+    pub(crate) fn device(&self) -> &IbDevice {
+        // SAFETY: the CM ID, and its device, are set before publication and
+        // outlive the transport's send ctxts.
+        unsafe { IbDevice::from_raw(sys::rs_rdma_device(self.raw())) }
+    }
+
+    /// The queue pair Sends are posted on.
+    pub(crate) fn qp(&self) -> *mut sys::ib_qp {
+        // SAFETY: constant after publication (type invariant).
+        unsafe { (*self.raw()).sc_qp }
+    }
+
+    /// Pages a request can hold (`svc_serv_maxpages`).
+    pub(crate) fn serv_maxpages(&self) -> usize {
+        // SAFETY: the transport's server outlives it.
+        let n = unsafe { sys::rs_svc_serv_maxpages(self.raw()) };
+        usize::try_from(n).unwrap_or(0)
+    }
+
+    /// A new completion ID for a send ctxt of this transport.
+    pub(crate) fn new_send_cid(&self, cid: &mut sys::rpc_rdma_cid) {
+        // SAFETY: reads the transport's Send CQ ID and bumps its counter.
+        unsafe { sys::rs_send_cid_init(self.raw(), cid) };
+    }
+
+    /// True once the transport is being closed (`XPT_CLOSE`).
+    pub(crate) fn is_closing(&self) -> bool {
+        // SAFETY: an atomic bit test on the live transport.
+        unsafe { sys::rs_xprt_is_closing(self.raw()) }
+    }
+
+    /// True once the transport is dead (`XPT_DEAD`).
+    pub(crate) fn is_dead(&self) -> bool {
+        // SAFETY: an atomic bit test on the live transport.
+        unsafe { sys::rs_xprt_is_dead(self.raw()) }
+    }
+
+    /// Closes the connection from any context; the actual teardown runs
+    /// later in an nfsd thread.
+    pub(crate) fn deferred_close(&self) {
+        // SAFETY: the transport is live.
+        unsafe { sys::svc_rdma_xprt_deferred_close(self.raw()) }
+    }
+
+    /// Sets `XPT_DATA` and enqueues the transport, so that an nfsd thread
+    /// comes to it.
+    pub(crate) fn set_data_and_enqueue(&self) {
+        // SAFETY: the transport is live.
+        unsafe { sys::rs_xprt_set_data_and_enqueue(self.raw()) }
+    }
+
+    /// Sleeps until ticket `ticket` is served or the transport closes.
+    pub(crate) fn wait_sq_ticket(&self, ticket: i32) {
+        // SAFETY: the transport is live; process context (callers sleep).
+        unsafe { sys::rs_wait_sq_ticket(self.raw(), ticket) }
+    }
+
+    /// Sleeps until `n` SQ entries are free or the transport closes.
+    pub(crate) fn wait_sq_avail(&self, n: i32) {
+        // SAFETY: the transport is live; process context (callers sleep).
+        unsafe { sys::rs_wait_sq_avail(self.raw(), n) }
+    }
+
+    /// `svc_rdma_prepare_write_list`: builds the RDMA Write WRs that carry
+    /// the result payloads of `xdr` to the Call's Write chunks, chained
+    /// before the ctxt's Send. Returns a negative errno on failure.
+    pub(crate) fn prepare_write_list(&self, rctxt: &RecvCtxt, sctxt: &mut Ctxt, xdr: &XdrBuf) -> c_int {
+        // SAFETY: the live transport, a Call, our ctxt and the reply, all
+        // valid for the call.
+        unsafe {
+            sys::svc_rdma_prepare_write_list(self.raw(), rctxt.as_ptr(), sctxt.as_ptr(), xdr.as_ptr())
+        }
+    }
+
+    /// `svc_rdma_prepare_reply_chunk`: builds the RDMA Write WRs that carry
+    /// the reply through the Call's Reply chunk. Returns the bytes it will
+    /// write, or a negative errno.
+    pub(crate) fn prepare_reply_chunk(
+        &self,
+        write_pcl: &Pcl,
+        reply_pcl: &Pcl,
+        sctxt: &mut Ctxt,
+        xdr: &XdrBuf,
+    ) -> c_int {
+        // SAFETY: the live transport, the Call's lists, our ctxt and the
+        // reply, all valid for the call.
+        unsafe {
+            sys::svc_rdma_prepare_reply_chunk(
+                self.raw(),
+                write_pcl.as_ptr(),
+                reply_pcl.as_ptr(),
+                sctxt.as_ptr(),
+                xdr.as_ptr(),
+            )
+        }
+    }
+
+    /// `svc_rdma_destroy_rw_ctxts`: frees the idle R/W contexts.
+    ///
+    /// # Safety
+    ///
+    /// Transport teardown (`svc_rdma_free`): the QP is drained, so no R/W
+    /// context is in use.
+    pub(crate) unsafe fn destroy_rw_ctxts(&self) {
+        // SAFETY: per `# Safety`.
+        unsafe { sys::svc_rdma_destroy_rw_ctxts(self.raw()) }
+    }
+}
+
+/// Counts a Send that had to wait for SQ entries (`svcrdma_stat_sq_starve`).
+pub(crate) fn count_sq_starved() {
+    // SAFETY: a per-CPU counter of the module, initialised at its load.
+    unsafe { sys::rs_sq_starve_inc() }
+}
+
+/// A borrowed `wait_queue_head` of a transport.
+///
+/// # Invariants
+///
+/// Initialised, and live while borrowed.
+#[repr(transparent)]
+pub(crate) struct WaitQueue(Opaque<sys::wait_queue_head>);
+
+impl WaitQueue {
+    /// # Safety
+    ///
+    /// `ptr` is an initialised wait queue, live for `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut sys::wait_queue_head) -> &'a Self {
+        // SAFETY: a transparent `Opaque<wait_queue_head>`, live for `'a`.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    /// `waitqueue_active`: whether anyone may be waiting. Lockless: the
+    /// caller's fully ordered update of what the waiters test pairs with
+    /// the barrier in `prepare_to_wait`.
+    pub(crate) fn is_active(&self) -> bool {
+        // SAFETY: an initialised queue (type invariant).
+        unsafe { sys::rs_waitqueue_active(self.0.get()) }
+    }
+
+    /// `wake_up`: wakes one exclusive waiter and all others.
+    pub(crate) fn wake_up(&self) {
+        // SAFETY: an initialised queue (type invariant).
+        unsafe { sys::rs_wake_up(self.0.get()) }
+    }
+}
