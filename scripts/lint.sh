@@ -25,14 +25,14 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 cd "$TOP"
 
 if rustfmt --edition 2021 --config-path "$KSRC/.rustfmt.toml" --check \
-	src/*.rs src/proto/*.rs >"$LOGS/rustfmt.log" 2>&1; then
+	src/*.rs src/proto/*.rs src/abstractions/*.rs >"$LOGS/rustfmt.log" 2>&1; then
 	pass "rustfmt --check (kernel .rustfmt.toml)"
 else
 	head -n 20 "$LOGS/rustfmt.log"
 	fail "rustfmt --check ($LOGS/rustfmt.log)"
 fi
 
-files=(src/*.c src/*.h src/*.rs src/proto/*.rs Kbuild Kconfig)
+files=(src/*.c src/*.h src/*.rs src/proto/*.rs src/abstractions/*.rs Kbuild Kconfig)
 if perl "$KSRC/scripts/checkpatch.pl" --no-tree --terse --strict -f "${files[@]}" \
 	>"$LOGS/checkpatch.log" 2>&1 && ! grep -qE ': (ERROR|WARNING|CHECK):' "$LOGS/checkpatch.log"; then
 	pass "checkpatch.pl --strict: ${#files[@]} files clean"

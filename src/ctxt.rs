@@ -24,9 +24,13 @@
 //! completion never came (the provider lost it) is reclaimed once
 //! `ib_drain_qp` guarantees nothing of it is in flight, where C leaks it.
 
-use crate::abstractions::send_ctxt::{take_ctxts_of, Ctxt, CtxtChain, CtxtList, CtxtState, IdleCtxt};
+use crate::abstractions::events;
+use crate::abstractions::send_ctxt::{
+    take_ctxts_of, Ctxt, CtxtChain, CtxtList, CtxtState, IdleCtxt,
+};
 use crate::abstractions::xprt::Rdma;
 use crate::stats;
+use kernel::num::casts::FromSafeCast;
 
 /// `svc_rdma_send_ctxt_alloc`: a new ctxt, counted.
 fn send_ctxt_alloc(rdma: &Rdma) -> Option<Ctxt> {
@@ -61,7 +65,8 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
 /// is destroyed only after this. Doing this here rather than in the final
 /// drain keeps every drain, called once per RPC, free of a teardown test.
 pub(crate) fn release_at_teardown(rdma: &Rdma) -> usize {
-    let released = orphans_release(rdma).saturating_add(reclaim_unreturned(rdma).posted as usize);
+    let released = orphans_release(rdma)
+        .saturating_add(usize::from_safe_cast(reclaim_unreturned(rdma).posted));
     if released > 0 {
         // SAFETY: we are in `svc_rdma_free` after `ib_drain_qp` (the
         // contract of this function's only production caller).
@@ -94,7 +99,7 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
 /// `svc_rdma_send_ctxt_release`: unmaps, releases the reply's pages, and
 /// returns the ctxt to the free list.
 fn send_ctxt_release(rdma: &Rdma, mut ctxt: IdleCtxt) {
-    let (sges, pages) = ctxt.release_io();
+    let (sges, pages) = ctxt.release_io(events::dma_unmap_page);
     if sges > 0 {
         stats::add(&stats::SGES_MAPPED, 0i64.saturating_sub(stats::count(sges)));
     }

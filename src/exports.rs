@@ -22,6 +22,7 @@ use crate::abstractions::xprt::Rdma;
 use crate::ctxt;
 use crate::sq;
 use crate::sys;
+use kernel::error::from_result;
 use kernel::ffi::{c_int, c_uint};
 
 /// Fails to compile unless the header's declaration (from bindgen) and our
@@ -146,10 +147,7 @@ pub unsafe extern "C" fn svc_rdma_sq_wait(
 ) -> c_int {
     // SAFETY: `rdma` is live and `cid` valid for the call (`# Safety`).
     let (rdma, cid) = unsafe { (Rdma::from_raw(rdma), &*cid) };
-    match sq::sq_wait(rdma, cid, sqecount) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    from_result(|| sq::sq_wait(rdma, cid, sqecount).map(|()| 0))
 }
 same_signature!(svc_rdma_sq_wait);
 
@@ -234,10 +232,7 @@ pub unsafe extern "C" fn svc_rdma_result_payload(
     // SAFETY: `rqstp` is a live request whose receive ctxt this thread
     // owns (`# Safety`).
     let rctxt = unsafe { RecvCtxt::from_raw(Rqst::from_raw(rqstp).recv_ctxt_ptr()) };
-    match crate::reply::result_payload(rctxt, offset, length) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
+    from_result(|| crate::reply::result_payload(rctxt, offset, length).map(|()| 0))
 }
 same_signature!(svc_rdma_result_payload);
 
@@ -304,8 +299,13 @@ pub unsafe extern "C" fn svc_rdma_send_error_msg(
 ) {
     // SAFETY: `rdma` is live, `sctxt` handed over and `rctxt` the Call
     // being answered, owned by this thread (`# Safety`).
-    let (rdma, sctxt, rctxt) =
-        unsafe { (Rdma::from_raw(rdma), Ctxt::from_raw(sctxt), RecvCtxt::from_raw(rctxt)) };
+    let (rdma, sctxt, rctxt) = unsafe {
+        (
+            Rdma::from_raw(rdma),
+            Ctxt::from_raw(sctxt),
+            RecvCtxt::from_raw(rctxt),
+        )
+    };
     if let Some(sctxt) = sctxt {
         crate::reply::send_error_msg(rdma, sctxt, rctxt, status);
     }

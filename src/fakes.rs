@@ -12,7 +12,7 @@ use crate::sys;
 use core::alloc::Layout;
 use core::ptr::{addr_of_mut, null_mut, NonNull};
 use kernel::alloc::allocator::Kmalloc;
-use kernel::alloc::flags::{GFP_KERNEL, __GFP_ZERO};
+use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, NumaNode};
 use kernel::ffi::c_ulong;
 
@@ -90,8 +90,12 @@ impl Drop for FakeRdma {
 
 /// A zeroed `T` from kmalloc, or null; freed with [`zfree`].
 pub(crate) fn zalloc<T>() -> *mut T {
-    Kmalloc::alloc(Layout::new::<T>(), GFP_KERNEL | __GFP_ZERO, NumaNode::NO_NODE)
-        .map_or(null_mut(), |p| p.as_ptr().cast())
+    Kmalloc::alloc(
+        Layout::new::<T>(),
+        GFP_KERNEL | __GFP_ZERO,
+        NumaNode::NO_NODE,
+    )
+    .map_or(null_mut(), |p| p.as_ptr().cast())
 }
 
 /// Frees what [`zalloc`] returned.

@@ -24,6 +24,7 @@ use kernel::error::{
     Error,
 };
 use kernel::ffi::c_int;
+use kernel::num::casts::FromSafeCast;
 
 /// `svc_rdma_page_dma_map`: maps one fragment of the reply into the
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
@@ -108,7 +109,9 @@ pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_in
 
 /// Copies `frag` behind what `dest` holds; `EMSGSIZE` past its end.
 fn append(dest: &mut Linearizer<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
-    let to = dest.reserve(frag.len() as usize).map_err(|_| EMSGSIZE)?;
+    let to = dest
+        .reserve(usize::from_safe_cast(frag.len()))
+        .map_err(|_| EMSGSIZE)?;
     if frag.copy_to(to) {
         Ok(())
     } else {
@@ -118,13 +121,19 @@ fn append(dest: &mut Linearizer<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
 
 /// `svc_rdma_check_pull_up`: whether the inline part of the reply is
 /// mapped or copied behind the header, or too big for either.
-fn check_pull_up(rdma: &Rdma, sctxt: &Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> Result<Inline, Error> {
+fn check_pull_up(
+    rdma: &Rdma,
+    sctxt: &Ctxt,
+    write_pcl: &Pcl,
+    xdr: &XdrBuf,
+) -> Result<Inline, Error> {
     let mut pd = PullupData {
         length: sctxt.header_len(),
         num_sges: 1,
         dest: None,
     };
-    if write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_count_sges(&mut pd, region)) < 0 {
+    if write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_count_sges(&mut pd, region)) < 0
+    {
         // Let the mapping path report the problem.
         return Ok(Inline::Map);
     }
@@ -146,10 +155,11 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
         num_sges: 0,
         dest: sctxt
             .header_buf()
-            .get_mut(hdrlen as usize..)
+            .get_mut(usize::from_safe_cast(hdrlen)..)
             .map(Linearizer::new),
     };
-    let ret = write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_linearize(&mut pd, region));
+    let ret =
+        write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_linearize(&mut pd, region));
     if ret < 0 {
         return ret;
     }
@@ -186,9 +196,8 @@ pub(crate) fn map_reply_msg(
     match check_pull_up(rdma, sctxt, write_pcl, xdr) {
         Err(e) => e.to_errno(),
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
-        Ok(Inline::Map) => {
-            write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_dma_map(rdma, sctxt, region))
-        }
+        Ok(Inline::Map) => write_pcl
+            .process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_dma_map(rdma, sctxt, region)),
     }
 }
 

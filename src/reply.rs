@@ -170,7 +170,9 @@ fn encode_reply_header(
     let mut w = XdrWriter::new(buf);
     let r = encode::encode_fixed(&mut w, &hdr, proc_)
         .and_then(|_| encode::encode_read_list(&mut w))
-        .and_then(|_| encode::encode_write_list_traced(&mut w, write_pcl.write_chunks(), &mut trace))
+        .and_then(|_| {
+            encode::encode_write_list_traced(&mut w, write_pcl.write_chunks(), &mut trace)
+        })
         .and_then(|_| encode::encode_reply_chunk_traced(&mut w, reply, rc_size, &mut trace));
     let len = w.len();
     // Recorded even on failure, as C's stream would be; the ctxt is then
@@ -197,13 +199,13 @@ pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
     if rdma.max_req_size() < FIXED_HDR_LEN {
         return put_ctxt(rdma, rqst, sctxt, EMSGSIZE);
     }
-    let ret = rdma.prepare_write_list(rctxt, &mut sctxt, rqst.res());
+    let ret = sctxt.prepare_write_list(rctxt, rqst.res());
     if ret < 0 {
         return put_ctxt(rdma, rqst, sctxt, Error::from_errno(ret));
     }
     let mut rc_size = 0u32;
     if !rctxt.reply_pcl().is_empty() {
-        let ret = rdma.prepare_reply_chunk(rctxt.write_pcl(), rctxt.reply_pcl(), &mut sctxt, rqst.res());
+        let ret = sctxt.prepare_reply_chunk(rctxt.write_pcl(), rctxt.reply_pcl(), rqst.res());
         if ret < 0 {
             return send_err(rdma, rqst, rctxt, sctxt, Error::from_errno(ret));
         }

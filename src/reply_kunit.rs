@@ -11,9 +11,9 @@ mod tests {
     use crate::abstractions::recv_ctxt::RecvCtxt;
     use crate::abstractions::rqst::Rqst;
     use crate::abstractions::send_ctxt::Ctxt;
+    use crate::fakes::{zalloc, zfree};
     use crate::reply::{result_payload, save_io_pages};
     use crate::sys;
-    use crate::fakes::{zalloc, zfree};
     use core::ptr::{addr_of_mut, null_mut};
     use kernel::error::code::{E2BIG, EINVAL, EIO, ENOMEM};
     use kernel::error::Result;
@@ -85,14 +85,23 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 4096), Ok(()));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 120, 4096),
+                Ok(())
+            );
             assert_eq!(call.chunk(0), (120, 4096));
             assert!(call.cursor() == call.chunks[1]);
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 300, 100), Ok(()));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 300, 100),
+                Ok(())
+            );
             assert_eq!(call.chunk(1), (300, 100));
             // Past the last chunk: nothing to assign, nothing fails.
             assert!(call.cursor().is_null());
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 400, 100), Ok(()));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 400, 100),
+                Ok(())
+            );
         }
         Ok(())
     }
@@ -102,7 +111,10 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 5000), Err(E2BIG));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 120, 5000),
+                Err(E2BIG)
+            );
             // The cursor moved on; the too-small chunk stays unused.
             assert!(call.cursor() == call.chunks[1]);
             assert_eq!(call.chunk(0), (0, 0));
@@ -115,7 +127,10 @@ mod tests {
         let call = Call::new([4096, 8192]).ok_or(ENOMEM)?;
         // SAFETY: the Call's own receive ctxt.
         unsafe {
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 120, 0), Ok(()));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 120, 0),
+                Ok(())
+            );
             assert!(call.cursor() == call.chunks[0]);
             assert_eq!(call.chunk(0), (0, 0));
         }
@@ -128,7 +143,10 @@ mod tests {
         // SAFETY: the Call's own receive ctxt.
         unsafe {
             (*call.rctxt).rc_cur_result_payload = null_mut();
-            assert_eq!(result_payload(RecvCtxt::from_raw(call.rctxt), 0, 100), Ok(()));
+            assert_eq!(
+                result_payload(RecvCtxt::from_raw(call.rctxt), 0, 100),
+                Ok(())
+            );
         }
         Ok(())
     }

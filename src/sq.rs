@@ -82,7 +82,7 @@ pub(crate) mod test_hook {
     /// 300 ms each, until [`disarm`].
     pub(crate) fn arm(rdma: &Rdma, n: i32) {
         ARMED.1.store(n, Relaxed);
-        ARMED.0.store(rdma.as_ptr() as usize, Relaxed);
+        ARMED.0.store(rdma.as_ptr().addr(), Relaxed);
     }
 
     /// Stops holding reservations.
@@ -91,7 +91,7 @@ pub(crate) mod test_hook {
     }
 
     pub(super) fn failed_reservation(rdma: &Rdma, n: i32) {
-        if ARMED.0.load(Relaxed) == rdma.as_ptr() as usize && ARMED.1.load(Relaxed) == n {
+        if ARMED.0.load(Relaxed) == rdma.as_ptr().addr() && ARMED.1.load(Relaxed) == n {
             fsleep(Delta::from_millis(300));
         }
     }
@@ -259,15 +259,15 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
 
 /// The posting half of [`post_send`], with its SQ entries reserved:
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
-pub(crate) fn post_chain(
-    rdma: &Rdma,
-    ctxt: Ctxt,
-    post: PostFn,
-) -> Result<(), (Error, Ctxt)> {
+pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: PostFn) -> Result<(), (Error, Ctxt)> {
     events::post_send(&ctxt);
     // Needed after a failure, when the ctxt may be parked already.
     let (cid, sqecount) = (ctxt.cid_copy(), ctxt.sqecount());
-    let PostFailure { ret, ctxt, unposted } = match ctxt.post(wc_send, post) {
+    let PostFailure {
+        ret,
+        ctxt,
+        unposted,
+    } = match ctxt.post(wc_send, post) {
         Ok(()) => return Ok(()),
         Err(f) => f,
     };

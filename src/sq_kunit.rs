@@ -143,7 +143,12 @@ mod tests {
             return unsafe { svc_rdma_sq_wait_c(w.rdma, &CID, n) } == 0;
         }
         // SAFETY: the test keeps the transport alive until `state` is set.
-        sq::sq_wait(unsafe { crate::abstractions::xprt::Rdma::from_raw(w.rdma) }, &CID, n).is_ok()
+        sq::sq_wait(
+            unsafe { crate::abstractions::xprt::Rdma::from_raw(w.rdma) },
+            &CID,
+            n,
+        )
+        .is_ok()
     }
 
     /// A Send completion returning `n` entries, as the algorithm does it.
@@ -206,7 +211,10 @@ mod tests {
                 workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
                     // SAFETY: the test keeps the transport alive until A
                     // has reported `state`.
-                    let got = sq::sq_reserve(unsafe { crate::abstractions::xprt::Rdma::from_raw(a2.rdma) }, 6);
+                    let got = sq::sq_reserve(
+                        unsafe { crate::abstractions::xprt::Rdma::from_raw(a2.rdma) },
+                        6,
+                    );
                     a2.state.store(if got { 1 } else { 2 }, Release);
                 })?;
                 fsleep(Delta::from_millis(50));

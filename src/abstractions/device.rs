@@ -12,9 +12,14 @@ use crate::sys;
 use core::ffi::c_void;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
+use kernel::num::casts::FromSafeCast;
 use kernel::types::Opaque;
 
 /// A borrowed `struct ib_device` (opaque in the bindings: only C reads it).
+///
+/// # Invariants
+///
+/// The device is registered while borrowed.
 #[repr(transparent)]
 pub(crate) struct IbDevice(Opaque<sys::ib_device>);
 
@@ -49,7 +54,11 @@ impl IbDevice {
     ///
     /// `buf` is `len` bytes of kernel lowmem that stay allocated until the
     /// mapping is undone.
-    pub(crate) unsafe fn map_single(&self, buf: NonNull<c_void>, len: usize) -> Option<DmaMapping<'_>> {
+    pub(crate) unsafe fn map_single(
+        &self,
+        buf: NonNull<c_void>,
+        len: usize,
+    ) -> Option<DmaMapping<'_>> {
         let mut addr = 0u64;
         // SAFETY: `buf` is `len` bytes of lowmem (`# Safety`); the device is
         // registered.
@@ -85,7 +94,7 @@ impl IbDevice {
                 self.as_ptr(),
                 page.as_ptr(),
                 kernel::ffi::c_ulong::try_from(offset).unwrap_or(kernel::ffi::c_ulong::MAX),
-                len as usize,
+                usize::from_safe_cast(len),
                 &mut addr,
             )
         };
@@ -106,7 +115,9 @@ impl IbDevice {
         // SAFETY: a cache-maintenance call on a registered device; an
         // address that is not mapped is a no-op or an IOMMU fault report,
         // never memory corruption.
-        unsafe { sys::rs_ib_dma_sync_single_for_device(self.as_ptr(), addr, len as usize) };
+        unsafe {
+            sys::rs_ib_dma_sync_single_for_device(self.as_ptr(), addr, usize::from_safe_cast(len))
+        };
     }
 
     /// Undoes a page mapping that was stored in an SGE.
@@ -117,8 +128,9 @@ impl IbDevice {
     /// [`Self::map_page`] and given up with [`DmaMapping::into_sge`], and
     /// no I/O uses it any more.
     pub(crate) unsafe fn unmap_page(&self, addr: u64, len: u32) {
-        // SAFETY: per `# Safety`.
-        unsafe { sys::rs_ib_dma_unmap_page(self.as_ptr(), addr, len as usize) };
+        // SAFETY: a live page mapping of this registered device that no
+        // I/O uses any more (`# Safety`).
+        unsafe { sys::rs_ib_dma_unmap_page(self.as_ptr(), addr, usize::from_safe_cast(len)) };
     }
 
     /// Undoes a single mapping that was stored in an SGE.
@@ -128,7 +140,8 @@ impl IbDevice {
     /// As for [`Self::unmap_page`], for a mapping of [`Self::map_single`]
     /// of `len` bytes.
     pub(crate) unsafe fn unmap_single(&self, addr: u64, len: usize) {
-        // SAFETY: per `# Safety`.
+        // SAFETY: a live single mapping of `len` bytes on this registered
+        // device that no I/O uses any more (`# Safety`).
         unsafe { sys::rs_ib_dma_unmap_single(self.as_ptr(), addr, len) };
     }
 }
@@ -174,7 +187,9 @@ impl Drop for DmaMapping<'_> {
         unsafe {
             match self.kind {
                 Kind::Page => self.device.unmap_page(self.addr, self.len),
-                Kind::Single => self.device.unmap_single(self.addr, self.len as usize),
+                Kind::Single => self
+                    .device
+                    .unmap_single(self.addr, usize::from_safe_cast(self.len)),
             }
         }
     }

@@ -103,4 +103,3 @@ pub(crate) fn send_err(rqst: &Rqst, status: i32) {
     // SAFETY: the event reads the borrowed request during the call.
     unsafe { trace::send_err(rqst.as_ptr(), status) }
 }
-

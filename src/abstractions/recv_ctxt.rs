@@ -15,6 +15,7 @@ use core::ptr::addr_of_mut;
 use kernel::error::Error;
 use kernel::ffi::{c_int, c_void};
 use kernel::interop::list::CList;
+use kernel::num::casts::FromSafeCast;
 use kernel::types::Opaque;
 
 // The encoders read the C segment array as `proto::Segment`s.
@@ -58,7 +59,7 @@ impl RecvCtxt {
         // SAFETY: a received Call (type invariant): its receive buffer holds
         // `rc_byte_len` bytes, and is longer than the eight read at most.
         let received = unsafe {
-            let len = ((*p).rc_byte_len as usize).min(8);
+            let len = usize::from_safe_cast((*p).rc_byte_len).min(8);
             core::slice::from_raw_parts((*p).rc_recv_buf.cast::<u8>(), len)
         };
         encode::error_reply_ids(received)
@@ -252,7 +253,7 @@ impl Chunk {
         unsafe {
             core::slice::from_raw_parts(
                 addr_of_mut!((*c).ch_segments).cast::<Segment>(),
-                (*c).ch_segcount as usize,
+                usize::from_safe_cast((*c).ch_segcount),
             )
         }
     }
@@ -276,7 +277,7 @@ impl Chunk {
                 payload_length: &mut *addr_of_mut!((*c).ch_payload_length),
                 segments: core::slice::from_raw_parts(
                     addr_of_mut!((*c).ch_segments).cast::<Segment>(),
-                    (*c).ch_segcount as usize,
+                    usize::from_safe_cast((*c).ch_segcount),
                 ),
             }
         }

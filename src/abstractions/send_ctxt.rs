@@ -11,6 +11,8 @@
 //! ledger follow it in the same allocation.
 
 use super::device::{DmaMapping, IbDevice};
+use super::recv_ctxt::{Pcl, RecvCtxt};
+use super::xdr_buf::XdrBuf;
 use super::xprt::Rdma;
 use crate::sys;
 use core::alloc::Layout;
@@ -18,9 +20,9 @@ use core::marker::PhantomData;
 use core::mem::{align_of, size_of, ManuallyDrop};
 use core::ptr::{addr_of, addr_of_mut, null_mut, NonNull};
 use kernel::alloc::allocator::Kmalloc;
-use kernel::alloc::flags::{GFP_KERNEL, __GFP_ZERO};
+use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
-use kernel::ffi::{c_int, c_ulong};
+use kernel::ffi::c_int;
 use kernel::sync::atomic::{Atomic, AtomicType, Relaxed};
 use kernel::sync::SpinLock;
 use kernel::types::Opaque;
@@ -92,7 +94,11 @@ fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
 
 /// `kmalloc_node`, zeroed or not; `None` on failure.
 fn kmalloc(layout: Layout, zeroed: bool, node: i32) -> Option<NonNull<u8>> {
-    let flags: Flags = if zeroed { GFP_KERNEL | __GFP_ZERO } else { GFP_KERNEL };
+    let flags: Flags = if zeroed {
+        GFP_KERNEL | __GFP_ZERO
+    } else {
+        GFP_KERNEL
+    };
     let node = NumaNode::new(node).unwrap_or(NumaNode::NO_NODE);
     Kmalloc::alloc(layout, flags, node).ok().map(NonNull::cast)
 }
@@ -207,7 +213,7 @@ impl Ctxt {
             rdma.new_send_cid(&mut (*c).sc_cid);
             (*c).sc_rdma = rdma.as_ptr();
             (*c).sc_pages = pages.cast().as_ptr();
-            (*c).sc_maxpages = npages as c_ulong;
+            (*c).sc_maxpages = npages;
             let wr = addr_of_mut!((*c).sc_send_wr);
             (*wr).next = null_mut();
             *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*c).sc_cqe);
@@ -215,7 +221,11 @@ impl Ctxt {
             (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
             sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
             (*c).sc_xprt_buf = buffer.as_ptr().cast();
-            sys::rs_xdr_buf_init(addr_of_mut!((*c).sc_hdrbuf), buffer.as_ptr().cast(), buf_len);
+            sys::rs_xdr_buf_init(
+                addr_of_mut!((*c).sc_hdrbuf),
+                buffer.as_ptr().cast(),
+                buf_len,
+            );
         }
         let mut this = Self(NonNull::new(c)?);
         let lkey = rdma.local_dma_lkey();
@@ -402,8 +412,46 @@ impl Ctxt {
         // exclusively ours.
         unsafe {
             (
-                core::slice::from_raw_parts_mut((*c).sc_pages, (*c).sc_maxpages as usize),
+                core::slice::from_raw_parts_mut((*c).sc_pages, (*c).sc_maxpages),
                 &mut *addr_of_mut!((*c).sc_page_count),
+            )
+        }
+    }
+
+    /// `svc_rdma_prepare_write_list`: builds the RDMA Write WRs that carry
+    /// the result payloads of `xdr` to the Call's Write chunks, chained
+    /// before the ctxt's Send. Returns a negative errno on failure.
+    pub(crate) fn prepare_write_list(&mut self, rctxt: &RecvCtxt, xdr: &XdrBuf) -> c_int {
+        // SAFETY: the live transport, a Call, our ctxt and the reply, all
+        // valid for the call.
+        unsafe {
+            sys::svc_rdma_prepare_write_list(
+                self.rdma().raw(),
+                rctxt.as_ptr(),
+                self.as_ptr(),
+                xdr.as_ptr(),
+            )
+        }
+    }
+
+    /// `svc_rdma_prepare_reply_chunk`: builds the RDMA Write WRs that carry
+    /// the reply through the Call's Reply chunk. Returns the bytes it will
+    /// write, or a negative errno.
+    pub(crate) fn prepare_reply_chunk(
+        &mut self,
+        write_pcl: &Pcl,
+        reply_pcl: &Pcl,
+        xdr: &XdrBuf,
+    ) -> c_int {
+        // SAFETY: the live transport, the Call's lists, our ctxt and the
+        // reply, all valid for the call.
+        unsafe {
+            sys::svc_rdma_prepare_reply_chunk(
+                self.rdma().raw(),
+                write_pcl.as_ptr(),
+                reply_pcl.as_ptr(),
+                self.as_ptr(),
+                xdr.as_ptr(),
             )
         }
     }
@@ -490,13 +538,17 @@ impl Ctxt {
         if ret == 0 {
             return Ok(());
         }
-        // SAFETY: the Send is the last WR, and it was not posted (the post
-        // failed at or before it), so no completion will take the ctxt: it
-        // is ours again.
+        // The Send is the last WR, and it was not posted (the post failed
+        // at or before it), so no completion will take the ctxt: it is ours
+        // again.
         let ctxt = ManuallyDrop::into_inner(ctxt);
         ctxt.set_state(CtxtState::Owned);
         if bad_wr == first_wr {
-            return Err(PostFailure { ret, ctxt, unposted: None });
+            return Err(PostFailure {
+                ret,
+                ctxt,
+                unposted: None,
+            });
         }
         // Count the unposted tail. A driver that reports no bad WR is taken
         // the safe way: something may be in flight.
@@ -507,7 +559,11 @@ impl Ctxt {
             // SAFETY: `wr` is a WR of our chain, which is null-terminated.
             wr = unsafe { (*wr).next };
         }
-        Err(PostFailure { ret, ctxt, unposted: Some(unposted) })
+        Err(PostFailure {
+            ret,
+            ctxt,
+            unposted: Some(unposted),
+        })
     }
 }
 
@@ -554,10 +610,13 @@ impl IdleCtxt {
     }
 
     /// The I/O resources of a sent (or abandoned) reply, released: the
-    /// chunks' R/W contexts, the payload mappings (each traced), the reply
-    /// pages. SGE 0, the header, stays mapped.
+    /// chunks' R/W contexts, the payload mappings (each first shown to
+    /// `trace_unmap`), the reply pages. SGE 0, the header, stays mapped.
     /// Returns the payload SGEs unmapped and the pages released.
-    pub(crate) fn release_io(&mut self) -> (usize, usize) {
+    pub(crate) fn release_io(
+        &mut self,
+        mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge),
+    ) -> (usize, usize) {
         let ctxt = &mut self.0;
         let rdma = ctxt.rdma().as_ptr();
         let p = ctxt.as_ptr();
@@ -573,7 +632,7 @@ impl IdleCtxt {
         if mapped > 1 {
             let device: &IbDevice = ctxt.rdma().device();
             for sge in ctxt.sges().get(1..mapped).unwrap_or_default() {
-                super::events::dma_unmap_page(ctxt.cid(), sge);
+                trace_unmap(ctxt.cid(), sge);
                 // SAFETY: SGEs `1..num_sge` hold live payload mappings
                 // (`Ctxt` invariant), unused now (type invariant).
                 unsafe { device.unmap_page(sge.addr, sge.length) };
@@ -613,7 +672,6 @@ impl IdleCtxt {
             kfree(c.cast(), ctxt_layout);
         }
     }
-
 }
 
 /// A handle to trace a [`Ctxt`] while its header buffer is borrowed.
@@ -627,6 +685,57 @@ impl CtxtTracer<'_> {
     /// The C pointer, for the events (which read only its cid).
     pub(crate) fn as_ptr(&self) -> *const sys::svc_rdma_send_ctxt {
         self.0.as_ptr()
+    }
+}
+
+/// The transport's ctxt lists and the lock of its free list.
+impl Rdma {
+    /// `sc_send_ctxts`: the pool's free list.
+    pub(crate) fn free_ctxts(&self) -> &CtxtList {
+        // SAFETY: the free list of this transport holds only its idle send
+        // ctxts, linked by `sc_node`.
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_ctxts)) }
+    }
+
+    /// `sc_send_release_list`: ctxts put back and not yet released.
+    pub(crate) fn released_ctxts(&self) -> &CtxtList {
+        // SAFETY: the release list of this transport holds only its queued
+        // send ctxts, linked by `sc_node`.
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_release_list)) }
+    }
+
+    /// Takes every ctxt queued for release: their Sends completed, or were
+    /// never posted.
+    pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: a ctxt is queued only by a put, which the Send completion
+        // makes once its chain is done, or an owner makes before posting or
+        // after a post that posted nothing: none of them is in flight.
+        self.released_ctxts()
+            .take_all()
+            .map(|c| unsafe { IdleCtxt::assume(c) })
+    }
+
+    /// Takes every ctxt of the free list: released, idle.
+    pub(crate) fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: only released ctxts, none of whose WRs is in flight, are
+        // put on the free list.
+        self.free_ctxts()
+            .take_all()
+            .map(|c| unsafe { IdleCtxt::assume(c) })
+    }
+
+    /// `sc_send_lock`: makes [`CtxtList::pop`] on the free list single
+    /// consumer, as `llist_del_first` requires.
+    pub(crate) fn send_lock(&self) -> &SpinLock<()> {
+        // SAFETY: an initialised spinlock of this live transport.
+        unsafe { SpinLock::from_raw(addr_of_mut!((*self.raw()).sc_send_lock)) }
+    }
+
+    /// Takes an idle ctxt from the free list.
+    pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt> {
+        // SAFETY: every consumer of the free list but teardown (which runs
+        // alone) pops through here, under `sc_send_lock`.
+        unsafe { self.free_ctxts().pop(self.send_lock()) }
     }
 }
 
@@ -652,6 +761,11 @@ pub(crate) struct PostFailure {
 }
 
 /// A polled work completion of a Send CQ.
+///
+/// # Invariants
+///
+/// A completion the RDMA core passed to the Send completion handler,
+/// valid while borrowed.
 #[repr(transparent)]
 pub(crate) struct SendWc(Opaque<sys::ib_wc>);
 
@@ -883,7 +997,9 @@ impl Ctxt {
     /// chained before its Send WR and no header buffer or pages.
     pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {
         let nsges = rdma.max_send_sges();
-        let c = kmalloc(ctxt_layout(nsges)?, true, -1)?.cast::<sys::svc_rdma_send_ctxt>().as_ptr();
+        let c = kmalloc(ctxt_layout(nsges)?, true, -1)?
+            .cast::<sys::svc_rdma_send_ctxt>()
+            .as_ptr();
         // SAFETY: a zeroed ctxt only this test knows.
         unsafe {
             (*c).sc_rdma = rdma.as_ptr();
@@ -897,7 +1013,9 @@ impl Ctxt {
                 next = w;
             }
             (*c).sc_wr_chain = next;
-            (*c).sc_sqecount = i32::try_from(writes.len()).unwrap_or(i32::MAX).saturating_add(1);
+            (*c).sc_sqecount = i32::try_from(writes.len())
+                .unwrap_or(i32::MAX)
+                .saturating_add(1);
             ledger_list(c, nsges);
         }
         Some(Self(NonNull::new(c)?))
@@ -915,7 +1033,8 @@ impl Ctxt {
             unsafe {
                 let mut link = (*head).next;
                 while link != head {
-                    let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+                    let l =
+                        kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
                     if (*(*l).ctxt).sc_rdma == rdma.as_ptr() {
                         sys::rs_list_del(link);
                         found = (*l).ctxt;
@@ -929,7 +1048,12 @@ impl Ctxt {
             return false;
         }
         // SAFETY: a stand-in, unlisted; the test is over, nobody uses it.
-        unsafe { kfree(found.cast(), ctxt_layout(nsges).unwrap_or(Layout::new::<u8>())) };
+        unsafe {
+            kfree(
+                found.cast(),
+                ctxt_layout(nsges).unwrap_or(Layout::new::<u8>()),
+            )
+        };
         true
     }
 }

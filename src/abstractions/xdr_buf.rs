@@ -8,6 +8,7 @@ use crate::proto::pullup::{self, XdrShape};
 use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use kernel::num::casts::FromSafeCast;
 use kernel::page::PAGE_SIZE;
 use kernel::types::Opaque;
 
@@ -139,11 +140,14 @@ impl Fragment<'_> {
         let (page, offset) = match self.at {
             At::Page(page) => (page, self.offset),
             At::Virt(base) => {
-                let offset = (base.as_ptr() as usize) & (PAGE_SIZE - 1);
+                let offset = base.as_ptr().addr() & (PAGE_SIZE - 1);
                 // SAFETY: a kvec of the buffer lies in the direct map (type
                 // invariant), where `virt_to_page` is valid.
                 let page = unsafe { sys::rs_virt_to_page(base.as_ptr().cast()) };
-                (NonNull::new(page).ok_or(0u64)?, offset as u32)
+                (
+                    NonNull::new(page).ok_or(0u64)?,
+                    u32::try_from(offset).unwrap_or(0),
+                )
             }
         };
         // SAFETY: the page holds the fragment's bytes (type invariant) and
@@ -160,7 +164,7 @@ impl Fragment<'_> {
     /// never as a `&[u8]` that would assert it cannot change; the copy
     /// holds some mix of old and new bytes, as C's `memcpy` would.
     pub(crate) fn copy_to(&self, to: &mut [u8]) -> bool {
-        let len = self.len as usize;
+        let len = usize::from_safe_cast(self.len);
         let Some(to) = to.get_mut(..len) else {
             return false;
         };
@@ -171,7 +175,7 @@ impl Fragment<'_> {
             At::Page(page) => unsafe {
                 sys::rs_page_address(page.as_ptr())
                     .cast::<u8>()
-                    .add(self.offset as usize)
+                    .add(usize::from_safe_cast(self.offset))
             },
         };
         // SAFETY: `src` is `len` readable bytes of the buffer (type

@@ -13,14 +13,9 @@
 //! matters.
 
 use super::device::IbDevice;
-use super::recv_ctxt::{Pcl, RecvCtxt};
-use super::send_ctxt::{Ctxt, CtxtList, IdleCtxt};
-use super::xdr_buf::XdrBuf;
 use crate::sys;
 use core::ptr::addr_of_mut;
-use kernel::ffi::c_int;
 use kernel::sync::atomic::Atomic;
-use kernel::sync::SpinLock;
 use kernel::types::Opaque;
 
 /// A borrowed RPC-over-RDMA server transport.
@@ -52,7 +47,7 @@ impl Rdma {
         self.0.get()
     }
 
-    fn raw(&self) -> *mut sys::svcxprt_rdma {
+    pub(super) fn raw(&self) -> *mut sys::svcxprt_rdma {
         self.0.get()
     }
 
@@ -95,50 +90,6 @@ impl Rdma {
     pub(crate) fn sq_ticket_wait(&self) -> &WaitQueue {
         // SAFETY: an initialised wait queue of this live transport.
         unsafe { WaitQueue::from_raw(addr_of_mut!((*self.raw()).sc_sq_ticket_wait)) }
-    }
-
-    /// `sc_send_ctxts`: the pool's free list.
-    pub(crate) fn free_ctxts(&self) -> &CtxtList {
-        // SAFETY: the free list of this transport holds only its idle send
-        // ctxts, linked by `sc_node`.
-        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_ctxts)) }
-    }
-
-    /// `sc_send_release_list`: ctxts put back and not yet released.
-    pub(crate) fn released_ctxts(&self) -> &CtxtList {
-        // SAFETY: the release list of this transport holds only its queued
-        // send ctxts, linked by `sc_node`.
-        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_release_list)) }
-    }
-
-    /// Takes every ctxt queued for release: their Sends completed, or were
-    /// never posted.
-    pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
-        // SAFETY: a ctxt is queued only by a put, which the Send completion
-        // makes once its chain is done, or an owner makes before posting or
-        // after a post that posted nothing: none of them is in flight.
-        self.released_ctxts().take_all().map(|c| unsafe { IdleCtxt::assume(c) })
-    }
-
-    /// Takes every ctxt of the free list: released, idle.
-    pub(crate) fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
-        // SAFETY: only released ctxts, none of whose WRs is in flight, are
-        // put on the free list.
-        self.free_ctxts().take_all().map(|c| unsafe { IdleCtxt::assume(c) })
-    }
-
-    /// `sc_send_lock`: makes [`CtxtList::pop`] on the free list single
-    /// consumer, as `llist_del_first` requires.
-    pub(crate) fn send_lock(&self) -> &SpinLock<()> {
-        // SAFETY: an initialised spinlock of this live transport.
-        unsafe { SpinLock::from_raw(addr_of_mut!((*self.raw()).sc_send_lock)) }
-    }
-
-    /// Takes an idle ctxt from the free list.
-    pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt> {
-        // SAFETY: every consumer of the free list but teardown (which runs
-        // alone) pops through here, under `sc_send_lock`.
-        unsafe { self.free_ctxts().pop(self.send_lock()) }
     }
 
     /// `sc_max_req_size`: size of the transport header buffer.
@@ -191,8 +142,7 @@ impl Rdma {
     /// Pages a request can hold (`svc_serv_maxpages`).
     pub(crate) fn serv_maxpages(&self) -> usize {
         // SAFETY: the transport's server outlives it.
-        let n = unsafe { sys::rs_svc_serv_maxpages(self.raw()) };
-        usize::try_from(n).unwrap_or(0)
+        unsafe { sys::rs_svc_serv_maxpages(self.raw()) }
     }
 
     /// A new completion ID for a send ctxt of this transport.
@@ -239,40 +189,6 @@ impl Rdma {
         unsafe { sys::rs_wait_sq_avail(self.raw(), n) }
     }
 
-    /// `svc_rdma_prepare_write_list`: builds the RDMA Write WRs that carry
-    /// the result payloads of `xdr` to the Call's Write chunks, chained
-    /// before the ctxt's Send. Returns a negative errno on failure.
-    pub(crate) fn prepare_write_list(&self, rctxt: &RecvCtxt, sctxt: &mut Ctxt, xdr: &XdrBuf) -> c_int {
-        // SAFETY: the live transport, a Call, our ctxt and the reply, all
-        // valid for the call.
-        unsafe {
-            sys::svc_rdma_prepare_write_list(self.raw(), rctxt.as_ptr(), sctxt.as_ptr(), xdr.as_ptr())
-        }
-    }
-
-    /// `svc_rdma_prepare_reply_chunk`: builds the RDMA Write WRs that carry
-    /// the reply through the Call's Reply chunk. Returns the bytes it will
-    /// write, or a negative errno.
-    pub(crate) fn prepare_reply_chunk(
-        &self,
-        write_pcl: &Pcl,
-        reply_pcl: &Pcl,
-        sctxt: &mut Ctxt,
-        xdr: &XdrBuf,
-    ) -> c_int {
-        // SAFETY: the live transport, the Call's lists, our ctxt and the
-        // reply, all valid for the call.
-        unsafe {
-            sys::svc_rdma_prepare_reply_chunk(
-                self.raw(),
-                write_pcl.as_ptr(),
-                reply_pcl.as_ptr(),
-                sctxt.as_ptr(),
-                xdr.as_ptr(),
-            )
-        }
-    }
-
     /// `svc_rdma_destroy_rw_ctxts`: frees the idle R/W contexts.
     ///
     /// # Safety
@@ -280,7 +196,8 @@ impl Rdma {
     /// Transport teardown (`svc_rdma_free`): the QP is drained, so no R/W
     /// context is in use.
     pub(crate) unsafe fn destroy_rw_ctxts(&self) {
-        // SAFETY: per `# Safety`.
+        // SAFETY: the QP is drained (`# Safety`), so every R/W context on
+        // the transport's list is idle and can be freed.
         unsafe { sys::svc_rdma_destroy_rw_ctxts(self.raw()) }
     }
 }
