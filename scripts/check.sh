@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|profile-smoke|debian|debug]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|profile-smoke|debian|debug]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -203,6 +203,23 @@ do_kunit() {
 	done
 	[ "$n" -gt 0 ] || bad "no KUnit results in $run/kunit"
 	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
+}
+
+# Our KUnit suites the way kernel CI runs them (scripts/kunit-intree.sh):
+# grafted into a copy of the kernel tree, built in, run by the kernel's own
+# kunit.py. Its exit status and our cases from its JSON results count.
+do_intree() {
+	local log=$LOGS/check-intree.log rc=0 p n
+	bash "$TOP/scripts/kunit-intree.sh" >"$log" 2>&1 || rc=$?
+	grep -E '^    rpcrdma_rs_[a-z_]+: ' "$log" | sed 's/^    /    intree /'
+	read -r p n < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
+	PASSED=$((PASSED + ${p:-0})) FAILED=$((FAILED + ${n:-0}))
+	if [ "$rc" != 0 ] || [ "${p:-0}" = 0 ]; then
+		grep -E 'Testing complete|Elapsed|ERROR|error:' "$log" | tail -n 5 | sed 's/^/    /'
+		bad "kunit.py in tree (exit $rc, ${p:-0} of our cases passed; log $log)"
+		return 1
+	fi
+	ok "kunit.py in tree: $(grep -oE 'Ran [0-9]+ tests: .*' "$log" | tail -n 1)"
 }
 
 # relay_guest PREFIX RUN: count the guest's PASS/FAIL lines as checks
@@ -411,6 +428,7 @@ all)
 	phase host-tests do_host || true
 	if phase build do_build; then
 		phase kunit do_kunit || true
+		phase intree do_intree || true
 		phase e2e do_e2e || true
 		phase conformance do_conformance || true
 		phase hostile do_hostile || true
@@ -443,6 +461,7 @@ debug)
 host) phase host-tests do_host || true ;;
 build) phase setup do_setup && phase build do_build || true ;;
 kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
+intree) phase setup do_setup && phase intree do_intree || true ;;
 e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
 conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
@@ -453,6 +472,6 @@ profile-smoke) phase setup do_setup && phase build do_build && phase profile-smo
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
 esac
 summary
