@@ -13,6 +13,7 @@
 //! [`crate::proto::pullup`], and every SGE index and copy is checked, with
 //! an errno, never a panic, where C trusts its earlier count.
 
+use crate::abstractions::device::IbDevice;
 use crate::abstractions::events;
 use crate::abstractions::recv_ctxt::Pcl;
 use crate::abstractions::send_ctxt::Ctxt;
@@ -29,13 +30,15 @@ use kernel::num::casts::FromSafeCast;
 /// `svc_rdma_page_dma_map`: maps one fragment of the reply into the
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
 /// checked against the array, which C does not do: an overrun is `EIO`.
-fn page_dma_map(rdma: &Rdma, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
+///
+/// `device` is the transport's, read once per reply by the caller.
+fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
     let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
     if sge_no >= ctxt.sges().len() {
         return Err(EIO);
     }
     let len = frag.len();
-    let mapping = match frag.dma_map(rdma.device()) {
+    let mapping = match frag.dma_map(device) {
         Ok(m) => m,
         Err(cookie) => {
             events::dma_map_err(ctxt.cid(), cookie, len);
@@ -61,15 +64,15 @@ fn page_dma_map(rdma: &Rdma, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(),
 /// unmapping is per page). Returns the region's length. Mappings made
 /// before a failure stay counted in `num_sge`, so releasing the ctxt
 /// undoes them.
-fn xb_dma_map(rdma: &Rdma, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int, Error> {
+fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int, Error> {
     if let Some(head) = xdr.head() {
-        page_dma_map(rdma, ctxt, &head)?;
+        page_dma_map(device, ctxt, &head)?;
     }
     for frag in xdr.page_fragments() {
-        page_dma_map(rdma, ctxt, &frag)?;
+        page_dma_map(device, ctxt, &frag)?;
     }
     if let Some(tail) = xdr.tail() {
-        page_dma_map(rdma, ctxt, &tail)?;
+        page_dma_map(device, ctxt, &tail)?;
     }
     Ok(c_int::try_from(xdr.len()).unwrap_or(c_int::MAX))
 }
@@ -196,8 +199,12 @@ pub(crate) fn map_reply_msg(
     match check_pull_up(rdma, sctxt, write_pcl, xdr) {
         Err(e) => e.to_errno(),
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
-        Ok(Inline::Map) => write_pcl
-            .process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_dma_map(rdma, sctxt, region)),
+        Ok(Inline::Map) => {
+            let device = rdma.device();
+            write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| {
+                xb_dma_map(device, sctxt, region)
+            })
+        }
     }
 }
 

@@ -14,7 +14,7 @@
 
 use super::device::IbDevice;
 use crate::sys;
-use core::ptr::addr_of_mut;
+use core::ptr::{addr_of, addr_of_mut};
 use kernel::sync::atomic::Atomic;
 use kernel::types::Opaque;
 
@@ -126,11 +126,12 @@ impl Rdma {
         unsafe { (*(*self.raw()).sc_pd).local_dma_lkey }
     }
 
-    /// The RDMA device the transport is connected through.
+    /// The RDMA device the transport is connected through (that of its
+    /// protection domain, as C's Send path reads it).
     pub(crate) fn device(&self) -> &IbDevice {
-        // SAFETY: the CM ID, and its device, are set before publication and
+        // SAFETY: `sc_pd`, and its device, are set before publication and
         // outlive the transport's send ctxts.
-        unsafe { IbDevice::from_raw(sys::rs_rdma_device(self.raw())) }
+        unsafe { IbDevice::from_raw((*(*self.raw()).sc_pd).device) }
     }
 
     /// The queue pair Sends are posted on.
@@ -151,16 +152,23 @@ impl Rdma {
         unsafe { sys::rs_send_cid_init(self.raw(), cid) };
     }
 
-    /// True once the transport is being closed (`XPT_CLOSE`).
-    pub(crate) fn is_closing(&self) -> bool {
-        // SAFETY: an atomic bit test on the live transport.
-        unsafe { sys::rs_xprt_is_closing(self.raw()) }
+    /// The transport's `XPT_*` flag word, read once (`test_bit`'s plain
+    /// read: the flags change only through atomic bit operations).
+    fn flags(&self) -> kernel::ffi::c_ulong {
+        // SAFETY: a field of the live transport; a volatile read is the
+        // `READ_ONCE` of a word other CPUs change atomically.
+        unsafe { core::ptr::read_volatile(addr_of!((*self.raw()).sc_xprt.xpt_flags)) }
     }
 
-    /// True once the transport is dead (`XPT_DEAD`).
+    /// True once the transport is being closed (`XPT_CLOSE`).
+    pub(crate) fn is_closing(&self) -> bool {
+        self.flags() & (1 << sys::XPT_CLOSE) != 0
+    }
+
+    /// True once the transport is dead or closing (`svc_xprt_is_dead`:
+    /// `XPT_DEAD` or `XPT_CLOSE`).
     pub(crate) fn is_dead(&self) -> bool {
-        // SAFETY: an atomic bit test on the live transport.
-        unsafe { sys::rs_xprt_is_dead(self.raw()) }
+        self.flags() & ((1 << sys::XPT_DEAD) | (1 << sys::XPT_CLOSE)) != 0
     }
 
     /// Closes the connection from any context; the actual teardown runs
@@ -229,8 +237,13 @@ impl WaitQueue {
     /// caller's fully ordered update of what the waiters test pairs with
     /// the barrier in `prepare_to_wait`.
     pub(crate) fn is_active(&self) -> bool {
-        // SAFETY: an initialised queue (type invariant).
-        unsafe { sys::rs_waitqueue_active(self.0.get()) }
+        let wq = self.0.get();
+        // SAFETY: an initialised queue (type invariant): `list_empty` of its
+        // head, whose `next` a volatile read loads once, as `READ_ONCE`.
+        let next = unsafe { core::ptr::read_volatile(addr_of!((*wq).head.next)) };
+        // SAFETY: projecting a field of the same queue; nothing is read.
+        let head = unsafe { addr_of_mut!((*wq).head) };
+        !core::ptr::eq(next, head)
     }
 
     /// `wake_up`: wakes one exclusive waiter and all others.
