@@ -12,7 +12,7 @@
 # kunit.py asks QEMU for KVM first; where nested KVM is slower than TCG (as
 # on our CI machines) a wrapper first in PATH drops "-accel kvm". Set
 # KUNIT_KVM=1 to let QEMU use KVM. The build is cached and incremental.
-# Behind `make check-intree` (not part of `make check`: a second kernel build).
+# Behind `make check-intree` and the intree phase of `make check`.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -52,12 +52,18 @@ say "in-tree: kunit.py run (builds the kunit kernel: ~10 min cold on 2 cores)"
 cd "$TREE"
 rc=0
 rm -f "$T/kunit.json"
-python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
+ARCH_K=${KUNIT_ARCH:-x86_64}
+BUILD=$T/build
+[ "$ARCH_K" = x86_64 ] || BUILD=$T/build-$ARCH_K
+python3 tools/testing/kunit/kunit.py run --arch="$ARCH_K" \
 	--kunitconfig=net/sunrpc/xprtrdma/.kunitconfig \
-	--build_dir="$T/build" --make_options "LLVM=$LLVM_SUFFIX" \
+	--build_dir="$BUILD" --make_options "LLVM=$LLVM_SUFFIX" \
 	--jobs="$(nproc)" --timeout=900 --json="$T/kunit.json" 2>&1 |
 	tee "$LOGS/kunit-intree.log" || rc=$?
 # kunit.py's own verdict (its exit status, through pipefail), and our
 # suites' cases from its parsed results: every one passed, and some ran.
-python3 "$TOP/scripts/kunit_summary.py" "$T/kunit.json" || rc=1
+# The C algorithm's replay needs the C file linked beside ours, which only
+# the out-of-tree differential build does (make kunit runs it there).
+python3 "$TOP/scripts/kunit_summary.py" "$T/kunit.json" \
+	--may-skip lost_wakeup_in_c_reservation || rc=1
 exit $rc

@@ -3,8 +3,9 @@
 // GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! Building the Send SGL: `svc_rdma_map_reply_msg` and its helpers
-//! `page_dma_map`, `iov_dma_map`, `xb_dma_map`, `xb_count_sges`,
-//! `check_pull_up`, `xb_linearize` and `pull_up_reply_msg`.
+//! `page_dma_map`, `xb_dma_map`, `xb_count_sges`, `check_pull_up`,
+//! `xb_linearize` and `pull_up_reply_msg` (`iov_dma_map` is
+//! `Fragment::dma_map` of the abstraction layer).
 //!
 //! The regions of the reply to send inline are what lies outside the
 //! result payloads that went by RDMA Write; `pcl_process_nonpayloads`

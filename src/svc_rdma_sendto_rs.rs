@@ -13,7 +13,7 @@
 //! This crate reimplements `net/sunrpc/xprtrdma/svc_rdma_sendto.c` of
 //! Linux 7.3, which is `GPL-2.0 OR BSD-3-Clause`, Copyright (c) 2016-2018
 //! Oracle, (c) 2014 Open Grid Computing, Inc., (c) 2005-2006 Network
-//! Appliance, Inc. (and, in `pcl.rs`, the inlines of
+//! Appliance, Inc. (and, in `abstractions/recv_ctxt.rs`, the inlines of
 //! `include/linux/sunrpc/svc_rdma_pcl.h`, `GPL-2.0`, (c) 2020 Oracle). It
 //! was written for this project following that file's logic function by
 //! function, with its own code and documentation; the files that

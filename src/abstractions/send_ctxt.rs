@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! [`Ctxt`]: an owned `struct svc_rdma_send_ctxt`, with its SGE list,
 //! transport header buffer, reply pages and WR chain; [`CtxtList`] and

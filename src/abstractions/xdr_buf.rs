@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// Reimplements part of net/sunrpc/xprtrdma/svc_rdma_sendto.c (Linux 7.3,
+// GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! [`XdrBuf`]: a reply (`struct xdr_buf`: head kvec, page data, tail kvec)
 //! or a region of one, read as [`Fragment`]s.

@@ -248,7 +248,15 @@ impl WaitQueue {
 
     /// `wake_up`: wakes one exclusive waiter and all others.
     pub(crate) fn wake_up(&self) {
-        // SAFETY: an initialised queue (type invariant).
-        unsafe { sys::rs_wake_up(self.0.get()) }
+        // SAFETY: an initialised queue (type invariant); `wake_up` is this
+        // call with one exclusive waiter and no key.
+        unsafe {
+            sys::__wake_up(
+                self.0.get(),
+                kernel::task::TASK_NORMAL,
+                1,
+                core::ptr::null_mut(),
+            )
+        };
     }
 }
