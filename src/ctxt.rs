@@ -449,7 +449,7 @@ unsafe fn send_ctxt_unmap(rdma: &Rdma, ctxt: *mut sys::svc_rdma_send_ctxt) {
             // SAFETY: each SGE past the first was mapped by page_dma_map
             // with this address and length.
             unsafe {
-                sys::rs_trace_dma_unmap_page(addr_of_mut!((*ctxt).sc_cid), sge.addr, sge.length);
+                crate::trace::dma_unmap_page(addr_of_mut!((*ctxt).sc_cid), sge.addr, sge.length);
                 sys::rs_ib_dma_unmap_page(device, sge.addr, sge.length as usize);
             }
         }

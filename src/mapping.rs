@@ -113,16 +113,16 @@ fn page_dma_map(
         // SAFETY: `addr` was just mapped for `len` bytes.
         unsafe { sys::rs_ib_dma_unmap_page(md.device, addr, len as usize) };
         // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
-        unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
+        unsafe { crate::trace::dma_map_err(cid, addr, len) };
         return Err(EIO);
     }
     if rc != 0 {
         // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
-        unsafe { sys::rs_trace_dma_map_err(cid, addr, len) };
+        unsafe { crate::trace::dma_map_err(cid, addr, len) };
         return Err(EIO);
     }
     // SAFETY: `cid` points into our ctxt; the tracepoint only reads it.
-    unsafe { sys::rs_trace_dma_map_page(cid, addr, len) };
+    unsafe { crate::trace::dma_map_page(cid, addr, len) };
     sge.addr = addr;
     sge.length = len;
     // Counted only once mapped: unmap undoes exactly these. At most the
@@ -346,7 +346,7 @@ unsafe fn pull_up_reply_msg(
         if let Some(sge0) = ctxt::sges(rdma, sctxt).first_mut() {
             sge0.length = (hdrlen as u32).saturating_add(pd.length);
         }
-        sys::rs_trace_send_pullup(sctxt, pd.length);
+        crate::trace::send_pullup(sctxt, pd.length);
     }
     0
 }

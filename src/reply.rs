@@ -199,8 +199,8 @@ pub(crate) unsafe fn send_error_msg(
     unsafe {
         commit_header(p, len);
         match code {
-            ErrCode::Vers => sys::rs_trace_err_vers(xid.to_be()),
-            ErrCode::Chunk => sys::rs_trace_err_chunk(xid.to_be()),
+            ErrCode::Vers => crate::trace::err_vers(xid.to_be()),
+            ErrCode::Chunk => crate::trace::err_chunk(xid.to_be()),
         }
         // No remote invalidation, only the header, only the Send.
         (*p).sc_send_wr.num_sge = 1;
@@ -305,7 +305,7 @@ unsafe fn encode_reply_header(
     };
     let mut trace = |segno: u32, seg: &Segment, length: u32| {
         // SAFETY: a tracepoint reading the ctxt we own.
-        unsafe { sys::rs_trace_encode_wseg(sctxt, segno, seg.handle, length, seg.offset) };
+        unsafe { crate::trace::encode_wseg(sctxt, segno, seg.handle, length, seg.offset) };
     };
     // SAFETY: we own the ctxt.
     let mut w = XdrWriter::new(unsafe { header_buf(rdma, sctxt) });
@@ -461,7 +461,7 @@ fn put_ctxt(rdma: &Rdma, rqstp: *mut sys::svc_rqst, sctxt: SendCtxt, e: Error) -
 /// closed and the client will retransmit. Always `-ENOTCONN`, as in C.
 fn drop_connection(rdma: &Rdma, rqstp: *mut sys::svc_rqst, e: Error) -> i32 {
     // SAFETY: a tracepoint reading the request.
-    unsafe { sys::rs_trace_send_err(rqstp, e.to_errno()) };
+    unsafe { crate::trace::send_err(rqstp, e.to_errno()) };
     rdma.deferred_close();
     ENOTCONN.to_errno()
 }

@@ -155,7 +155,7 @@ pub(crate) fn sq_wait(
     // SAFETY: a global counter, and a tracepoint reading the live transport.
     unsafe {
         sys::rs_sq_starve_inc();
-        sys::rs_trace_sq_full(rdma.as_ptr(), cid);
+        crate::trace::sq_full(rdma.as_ptr(), cid);
     }
     if !ticket.wait_turn() {
         return Err(ENOTCONN);
@@ -169,7 +169,7 @@ pub(crate) fn sq_wait(
     }
     drop(ticket);
     // SAFETY: a tracepoint reading the live transport.
-    unsafe { sys::rs_trace_sq_retry(rdma.as_ptr(), cid) };
+    unsafe { crate::trace::sq_retry(rdma.as_ptr(), cid) };
 
     // While this thread waited, Send completions could not enqueue the
     // transport for a release-list drain (no wspace while waiters exist):
@@ -191,7 +191,7 @@ pub(crate) fn post_send_err(
     ret: i32,
 ) -> i32 {
     // SAFETY: a tracepoint reading the live transport.
-    unsafe { sys::rs_trace_sq_post_err(rdma.as_ptr(), cid, ret) };
+    unsafe { crate::trace::sq_post_err(rdma.as_ptr(), cid, ret) };
     rdma.deferred_close();
     if bad_wr != first_wr {
         return 0;
@@ -232,7 +232,7 @@ pub(crate) unsafe extern "C" fn wc_send(_cq: *mut sys::ib_cq, wc: *mut sys::ib_w
     if status == sys::ib_wc_status_IB_WC_SUCCESS {
         // SAFETY: the ctxt is still ours.
         unsafe {
-            sys::rs_trace_wc_send(cid);
+            crate::trace::wc_send(cid);
             ctxt::send_ctxt_put(rdma, ctxt);
         }
         return;
@@ -240,9 +240,9 @@ pub(crate) unsafe extern "C" fn wc_send(_cq: *mut sys::ib_cq, wc: *mut sys::ib_w
     // SAFETY: the ctxt is still ours; not touched after the put.
     unsafe {
         if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-            sys::rs_trace_wc_send_err(wc, cid);
+            crate::trace::wc_send_err(wc, cid);
         } else {
-            sys::rs_trace_wc_send_flush(wc, cid);
+            crate::trace::wc_send_flush(wc, cid);
         }
         ctxt::send_ctxt_put(rdma, ctxt);
     }
@@ -332,7 +332,7 @@ pub(crate) fn post_chain(
         )
     };
     // SAFETY: a tracepoint reading the ctxt we own.
-    unsafe { sys::rs_trace_post_send(p) };
+    unsafe { crate::trace::post_send(p) };
     let mut bad_wr: *const sys::ib_send_wr = first_wr;
     // The chain now belongs to the device; marked before posting, since
     // the completion may run before `post` returns.

@@ -23,6 +23,7 @@
 //! file, `Documentation/design.rst` lists it.
 //!
 //! Layout: [`sys`] is the unsafe FFI edge (generated bindings and the C shim);
+//! [`trace`] fires the C tracepoints, their static keys tested inline;
 //! [`proto`] is safe, kernel-independent code (RPC-over-RDMA encoding and Send
 //! planning) that the host tests compile too.
 
@@ -46,6 +47,7 @@ mod sq;
 mod sq_kunit;
 mod stats;
 mod sys;
+mod trace;
 mod xprt;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
