@@ -2,8 +2,8 @@
 /*
  * Headers bindgen reads for the Rust Send path (see gen_bindings.sh).
  * Module-private types come from the kernel tree's public sunrpc/rdma
- * headers; the shim header declares our C wrappers for static inlines,
- * macros and tracepoints.
+ * headers; the shim header declares our C wrappers for static inlines and
+ * macros, and the tracepoints' static keys and Rust entry points.
  */
 #include <linux/sunrpc/svc_rdma.h>
 #include <linux/sunrpc/svc_rdma_pcl.h>

@@ -24,7 +24,8 @@
 //!
 //! Layout, bottom up:
 //! - `sys`: the generated bindings and the C shim's declarations, used only
-//!   by the two layers below;
+//!   by the two layers below; `trace` fires the C tracepoints, their static
+//!   keys tested inline;
 //! - `exports`: the C entry points, which turn their raw pointers into the
 //!   types of `abstractions` under the preconditions they document;
 //! - `abstractions`: the C objects of the Send path as Rust types with safe

@@ -101,11 +101,6 @@ void rs_list_del(struct list_head *entry)
 
 /* Transport state */
 
-struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma)
-{
-	return rdma->sc_cm_id->device;
-}
-
 unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
 {
 	return svc_serv_maxpages(rdma->sc_xprt.xpt_server);
@@ -114,16 +109,6 @@ unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
 void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid)
 {
 	svc_rdma_send_cid_init(rdma, cid);
-}
-
-bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma)
-{
-	return test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags);
-}
-
-bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma)
-{
-	return svc_xprt_is_dead(&rdma->sc_xprt);
 }
 
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
@@ -157,21 +142,6 @@ void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount)
 	wait_event(rdma->sc_send_wait,
 		   test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
 		   atomic_read(&rdma->sc_sq_avail) >= sqecount);
-}
-
-bool rs_waitqueue_active(struct wait_queue_head *wq)
-{
-	/*
-	 * Lockless check: the caller's fully ordered update of sc_sq_avail
-	 * pairs with the barrier in wait_event()'s prepare_to_wait(), as in
-	 * svc_rdma_wake_send_waiters().
-	 */
-	return waitqueue_active(wq);
-}
-
-void rs_wake_up(struct wait_queue_head *wq)
-{
-	wake_up(wq);
 }
 
 /* Lock-free lists */
@@ -256,84 +226,58 @@ int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 	return ib_post_send(qp, wr, bad_wr);
 }
 
-/* Tracepoints */
-
-void rs_trace_sq_full(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid)
-{
-	trace_svcrdma_sq_full(rdma, cid);
-}
-
-void rs_trace_sq_retry(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid)
-{
-	trace_svcrdma_sq_retry(rdma, cid);
-}
-
-void rs_trace_sq_post_err(const struct svcxprt_rdma *rdma,
-			  const struct rpc_rdma_cid *cid, int status)
-{
-	trace_svcrdma_sq_post_err(rdma, cid, status);
-}
-
-void rs_trace_wc_send(const struct rpc_rdma_cid *cid)
-{
-	trace_svcrdma_wc_send(cid);
-}
-
-void rs_trace_wc_send_flush(const struct ib_wc *wc, const struct rpc_rdma_cid *cid)
-{
-	trace_svcrdma_wc_send_flush(wc, cid);
-}
-
-void rs_trace_wc_send_err(const struct ib_wc *wc, const struct rpc_rdma_cid *cid)
-{
-	trace_svcrdma_wc_send_err(wc, cid);
-}
-
-void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt)
-{
-	trace_svcrdma_post_send(ctxt);
-}
-
-void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
-{
-	trace_svcrdma_dma_unmap_page(cid, addr, length);
-}
-
-void rs_trace_dma_map_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
-{
-	trace_svcrdma_dma_map_page(cid, addr, length);
-}
-
-void rs_trace_dma_map_err(const struct rpc_rdma_cid *cid, u64 addr, u32 length)
-{
-	trace_svcrdma_dma_map_err(cid, addr, length);
-}
-
-void rs_trace_send_pullup(const struct svc_rdma_send_ctxt *ctxt, unsigned int msglen)
-{
-	trace_svcrdma_send_pullup(ctxt, msglen);
-}
-
-void rs_trace_encode_wseg(const struct svc_rdma_send_ctxt *ctxt, u32 segno,
-			  u32 handle, u32 length, u64 offset)
-{
-	trace_svcrdma_encode_wseg(ctxt, segno, handle, length, offset);
-}
-
-void rs_trace_err_vers(__be32 xid)
-{
-	trace_svcrdma_err_vers(xid);
-}
-
-void rs_trace_err_chunk(__be32 xid)
-{
-	trace_svcrdma_err_chunk(xid);
-}
-
-void rs_trace_send_err(const struct svc_rqst *rqstp, int status)
-{
-	trace_svcrdma_send_err(rqstp, status);
-}
+/*
+ * Tracepoints. The events are created by rpcrdma's module.c
+ * (CREATE_TRACE_POINTS); the Rust crate tests each one's static key inline
+ * (src/trace.rs) and calls these only when the event is enabled. Each is
+ * what CREATE_RUST_TRACE_POINTS would define, with the kernel's own macro
+ * and the event's TP_PROTO, for the events the Rust Send path fires.
+ */
+#ifdef CONFIG_TRACEPOINTS
+__DEFINE_RUST_DO_TRACE(svcrdma_sq_full,
+		       PARAMS(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid),
+		       PARAMS(rdma, cid))
+__DEFINE_RUST_DO_TRACE(svcrdma_sq_retry,
+		       PARAMS(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid),
+		       PARAMS(rdma, cid))
+__DEFINE_RUST_DO_TRACE(svcrdma_sq_post_err,
+		       PARAMS(const struct svcxprt_rdma *rdma,
+			      const struct rpc_rdma_cid *cid, int status),
+		       PARAMS(rdma, cid, status))
+__DEFINE_RUST_DO_TRACE(svcrdma_wc_send,
+		       PARAMS(const struct rpc_rdma_cid *cid),
+		       PARAMS(cid))
+__DEFINE_RUST_DO_TRACE(svcrdma_wc_send_flush,
+		       PARAMS(const struct ib_wc *wc, const struct rpc_rdma_cid *cid),
+		       PARAMS(wc, cid))
+__DEFINE_RUST_DO_TRACE(svcrdma_wc_send_err,
+		       PARAMS(const struct ib_wc *wc, const struct rpc_rdma_cid *cid),
+		       PARAMS(wc, cid))
+__DEFINE_RUST_DO_TRACE(svcrdma_post_send,
+		       PARAMS(const struct svc_rdma_send_ctxt *ctxt),
+		       PARAMS(ctxt))
+__DEFINE_RUST_DO_TRACE(svcrdma_dma_unmap_page,
+		       PARAMS(const struct rpc_rdma_cid *cid, u64 dma_addr, u32 length),
+		       PARAMS(cid, dma_addr, length))
+__DEFINE_RUST_DO_TRACE(svcrdma_dma_map_page,
+		       PARAMS(const struct rpc_rdma_cid *cid, u64 dma_addr, u32 length),
+		       PARAMS(cid, dma_addr, length))
+__DEFINE_RUST_DO_TRACE(svcrdma_dma_map_err,
+		       PARAMS(const struct rpc_rdma_cid *cid, u64 dma_addr, u32 length),
+		       PARAMS(cid, dma_addr, length))
+__DEFINE_RUST_DO_TRACE(svcrdma_send_pullup,
+		       PARAMS(const struct svc_rdma_send_ctxt *ctxt, unsigned int msglen),
+		       PARAMS(ctxt, msglen))
+__DEFINE_RUST_DO_TRACE(svcrdma_encode_wseg,
+		       PARAMS(const struct svc_rdma_send_ctxt *ctxt, u32 segno,
+			      u32 handle, u32 length, u64 offset),
+		       PARAMS(ctxt, segno, handle, length, offset))
+__DEFINE_RUST_DO_TRACE(svcrdma_err_vers, PARAMS(__be32 xid), PARAMS(xid))
+__DEFINE_RUST_DO_TRACE(svcrdma_err_chunk, PARAMS(__be32 xid), PARAMS(xid))
+__DEFINE_RUST_DO_TRACE(svcrdma_send_err,
+		       PARAMS(const struct svc_rqst *rqst, int status),
+		       PARAMS(rqst, status))
+#endif /* CONFIG_TRACEPOINTS */
 
 #ifdef RPCRDMA_RS_FAULT_INJECTION
 /*

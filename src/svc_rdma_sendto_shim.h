@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C side of the Rust Send path: what Rust cannot reach directly (static
- * inlines, statement macros such as wait_event(), and tracepoints, whose
- * static-key checks stay in C) and the layout table that proves the
- * generated bindings match the C compiler. Declared here for bindgen,
- * defined in svc_rdma_sendto_shim.c. Each wrapper does what its name says
- * and nothing more; the Send path's logic is in Rust.
+ * inlines, statement macros such as wait_event(), and the tracepoints'
+ * out-of-line bodies, whose static-key tests are inline in Rust) and the
+ * layout table that proves the generated bindings match the C compiler.
+ * Declared here for bindgen, defined in svc_rdma_sendto_shim.c. Each
+ * wrapper does what its name says and nothing more; the Send path's logic
+ * is in Rust.
  */
 #ifndef SVC_RDMA_SENDTO_SHIM_H
 #define SVC_RDMA_SENDTO_SHIM_H
@@ -13,6 +14,7 @@
 #include <linux/types.h>
 #include <linux/spinlock_types.h>
 #include <linux/llist.h>
+#include <linux/tracepoint-defs.h>
 
 struct svcxprt_rdma;
 struct svc_rdma_send_ctxt;
@@ -57,11 +59,8 @@ void rs_list_del(struct list_head *entry);
 s64 rs_stat_read(int which);
 
 /* Transport state */
-struct ib_device *rs_rdma_device(const struct svcxprt_rdma *rdma);
 unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma);
 void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid);
-bool rs_xprt_is_closing(const struct svcxprt_rdma *rdma);
-bool rs_xprt_is_dead(const struct svcxprt_rdma *rdma);
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);
@@ -69,8 +68,6 @@ s64 rs_sq_starve_sum(void);
 /* Wait queues: wait_event() is a statement macro */
 void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket);
 void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount);
-bool rs_waitqueue_active(struct wait_queue_head *wq);
-void rs_wake_up(struct wait_queue_head *wq);
 
 /* Lock-free lists: llist_add() and llist_del_all() are inline */
 bool rs_llist_add(struct llist_node *node, struct llist_head *head);
@@ -109,23 +106,57 @@ int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
 int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 
-/* Tracepoints, fired at the points and with the fields of the C file */
-void rs_trace_sq_full(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid);
-void rs_trace_sq_retry(const struct svcxprt_rdma *rdma, const struct rpc_rdma_cid *cid);
-void rs_trace_sq_post_err(const struct svcxprt_rdma *rdma,
-			  const struct rpc_rdma_cid *cid, int status);
-void rs_trace_wc_send(const struct rpc_rdma_cid *cid);
-void rs_trace_wc_send_flush(const struct ib_wc *wc, const struct rpc_rdma_cid *cid);
-void rs_trace_wc_send_err(const struct ib_wc *wc, const struct rpc_rdma_cid *cid);
-void rs_trace_post_send(const struct svc_rdma_send_ctxt *ctxt);
-void rs_trace_dma_unmap_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
-void rs_trace_dma_map_page(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
-void rs_trace_dma_map_err(const struct rpc_rdma_cid *cid, u64 addr, u32 length);
-void rs_trace_send_pullup(const struct svc_rdma_send_ctxt *ctxt, unsigned int msglen);
-void rs_trace_encode_wseg(const struct svc_rdma_send_ctxt *ctxt, u32 segno,
-			  u32 handle, u32 length, u64 offset);
-void rs_trace_err_vers(__be32 xid);
-void rs_trace_err_chunk(__be32 xid);
-void rs_trace_send_err(const struct svc_rqst *rqstp, int status);
+/*
+ * Tracepoints, fired by the Rust crate at the points and with the fields of
+ * the C file: it tests an event's static key (in __tracepoint_<event>) inline
+ * and calls rust_do_trace_<event>() only when the event is enabled (see
+ * src/trace.rs). The events and their static keys are module.c's; the
+ * functions are defined in the shim. Both are declared here for bindgen, as
+ * <trace/events/rpcrdma.h> declares them, which the shim includes too, so
+ * the C compiler checks that the two agree.
+ */
+#ifdef CONFIG_TRACEPOINTS
+extern struct tracepoint __tracepoint_svcrdma_sq_full;
+extern struct tracepoint __tracepoint_svcrdma_sq_retry;
+extern struct tracepoint __tracepoint_svcrdma_sq_post_err;
+extern struct tracepoint __tracepoint_svcrdma_wc_send;
+extern struct tracepoint __tracepoint_svcrdma_wc_send_flush;
+extern struct tracepoint __tracepoint_svcrdma_wc_send_err;
+extern struct tracepoint __tracepoint_svcrdma_post_send;
+extern struct tracepoint __tracepoint_svcrdma_dma_unmap_page;
+extern struct tracepoint __tracepoint_svcrdma_dma_map_page;
+extern struct tracepoint __tracepoint_svcrdma_dma_map_err;
+extern struct tracepoint __tracepoint_svcrdma_send_pullup;
+extern struct tracepoint __tracepoint_svcrdma_encode_wseg;
+extern struct tracepoint __tracepoint_svcrdma_err_vers;
+extern struct tracepoint __tracepoint_svcrdma_err_chunk;
+extern struct tracepoint __tracepoint_svcrdma_send_err;
+
+void rust_do_trace_svcrdma_sq_full(const struct svcxprt_rdma *rdma,
+				   const struct rpc_rdma_cid *cid);
+void rust_do_trace_svcrdma_sq_retry(const struct svcxprt_rdma *rdma,
+				    const struct rpc_rdma_cid *cid);
+void rust_do_trace_svcrdma_sq_post_err(const struct svcxprt_rdma *rdma,
+				       const struct rpc_rdma_cid *cid, int status);
+void rust_do_trace_svcrdma_wc_send(const struct rpc_rdma_cid *cid);
+void rust_do_trace_svcrdma_wc_send_flush(const struct ib_wc *wc,
+					 const struct rpc_rdma_cid *cid);
+void rust_do_trace_svcrdma_wc_send_err(const struct ib_wc *wc,
+				       const struct rpc_rdma_cid *cid);
+void rust_do_trace_svcrdma_post_send(const struct svc_rdma_send_ctxt *ctxt);
+void rust_do_trace_svcrdma_dma_unmap_page(const struct rpc_rdma_cid *cid,
+					  u64 dma_addr, u32 length);
+void rust_do_trace_svcrdma_dma_map_page(const struct rpc_rdma_cid *cid,
+					u64 dma_addr, u32 length);
+void rust_do_trace_svcrdma_dma_map_err(const struct rpc_rdma_cid *cid,
+				       u64 dma_addr, u32 length);
+void rust_do_trace_svcrdma_send_pullup(const struct svc_rdma_send_ctxt *ctxt,
+				       unsigned int msglen);
+void rust_do_trace_svcrdma_encode_wseg(const struct svc_rdma_send_ctxt *ctxt,
+				       u32 segno, u32 handle, u32 length, u64 offset);
+void rust_do_trace_svcrdma_err_vers(__be32 xid);
+void rust_do_trace_svcrdma_err_chunk(__be32 xid);
+void rust_do_trace_svcrdma_send_err(const struct svc_rqst *rqst, int status);
+#endif /* CONFIG_TRACEPOINTS */
 
 #endif /* SVC_RDMA_SENDTO_SHIM_H */
