@@ -26,7 +26,7 @@
 
 use crate::abstractions::events;
 use crate::abstractions::send_ctxt::{
-    take_ctxts_of, Ctxt, CtxtChain, CtxtList, CtxtState, IdleCtxt,
+    report_refused_put, take_ctxts_of, Ctxt, CtxtChain, CtxtList, CtxtState, IdleCtxt,
 };
 use crate::abstractions::xprt::Rdma;
 use crate::stats;
@@ -180,7 +180,9 @@ pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
 /// Send completion. A refused put (the ctxt is on a list already) is
 /// reported with a warning.
 pub(crate) fn send_ctxt_put(ctxt: Ctxt) {
-    drop(ctxt);
+    if let Err(was) = ctxt.try_put() {
+        report_refused_put(was);
+    }
 }
 
 /// Parks a ctxt whose WR chain was only partly posted (see

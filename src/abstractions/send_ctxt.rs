@@ -576,10 +576,16 @@ impl Drop for Ctxt {
     fn drop(&mut self) {
         // SAFETY: the ctxt is ours and `drop` gives it up.
         if let Err(was) = unsafe { Self::queue_for_release(self.0) } {
-            kernel::pr_err!("send ctxt put while {:?}: ignored\n", was);
-            kernel::do_once_lite! { kernel::warn_on!(true); }
+            report_refused_put(was);
         }
     }
+}
+
+/// Reports a put that [`Ctxt::try_put`] refused: an error, and a warning
+/// with a backtrace the first time.
+pub(crate) fn report_refused_put(was: CtxtState) {
+    kernel::pr_err!("send ctxt put while {:?}: ignored\n", was);
+    kernel::do_once_lite! { kernel::warn_on!(true); }
 }
 
 /// A ctxt none of whose WRs is in flight any more, so that its I/O
