@@ -24,13 +24,13 @@
 //!
 //! Layout, bottom up:
 //! - `sys`: the generated bindings and the C shim's declarations, used only
-//!   by the two layers below; `trace` fires the C tracepoints, their static
-//!   keys tested inline;
+//!   by the two layers below;
 //! - `exports`: the C entry points, which turn their raw pointers into the
 //!   types of `abstractions` under the preconditions they document;
 //! - `abstractions`: the C objects of the Send path as Rust types with safe
 //!   methods and stated invariants (transport, send and receive ctxts,
-//!   chunk lists, request, `xdr_buf`, DMA mappings, tracepoints);
+//!   chunk lists, request, `xdr_buf`, DMA mappings, and the tracepoints,
+//!   their static keys tested inline);
 //! - `ctxt`, `sq`, `mapping`, `reply`: the C file's logic, in safe Rust
 //!   over those types;
 //! - `proto`: safe, kernel-independent code (RPC-over-RDMA encoding and
@@ -56,7 +56,6 @@ mod sq;
 mod sq_kunit;
 mod stats;
 mod sys;
-mod trace;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
 /// which this crate does not use: the C side of rpcrdma owns module init).

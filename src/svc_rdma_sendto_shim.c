@@ -229,7 +229,7 @@ int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
 /*
  * Tracepoints. The events are created by rpcrdma's module.c
  * (CREATE_TRACE_POINTS); the Rust crate tests each one's static key inline
- * (src/trace.rs) and calls these only when the event is enabled. Each is
+ * (src/abstractions/trace.rs) and calls these only when the event is enabled. Each is
  * what CREATE_RUST_TRACE_POINTS would define, with the kernel's own macro
  * and the event's TP_PROTO, for the events the Rust Send path fires.
  */

@@ -110,7 +110,7 @@ int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
  * Tracepoints, fired by the Rust crate at the points and with the fields of
  * the C file: it tests an event's static key (in __tracepoint_<event>) inline
  * and calls rust_do_trace_<event>() only when the event is enabled (see
- * src/trace.rs). The events and their static keys are module.c's; the
+ * src/abstractions/trace.rs). The events and their static keys are module.c's; the
  * functions are defined in the shim. Both are declared here for bindgen, as
  * <trace/events/rpcrdma.h> declares them, which the shim includes too, so
  * the C compiler checks that the two agree.

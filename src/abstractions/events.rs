@@ -3,14 +3,14 @@
 //! The Send path's tracepoints (`include/trace/events/rpcrdma.h`), with
 //! arguments the events can always read: borrows of live objects. Each
 //! costs a patched-out branch while its event is disabled
-//! (`crate::trace`).
+//! (`trace.rs`).
 
 use super::rqst::Rqst;
 use super::send_ctxt::{Ctxt, CtxtTracer, SendWc};
+use super::trace;
 use super::xprt::Rdma;
 use crate::proto::Segment;
 use crate::sys;
-use crate::trace;
 
 /// `svcrdma_sq_full`: a Send waits for SQ entries.
 pub(crate) fn sq_full(rdma: &Rdma, cid: &sys::rpc_rdma_cid) {

@@ -19,12 +19,14 @@
 //! - [`xdr_buf::XdrBuf`]: a reply or a region of it, as fragments;
 //! - [`device::IbDevice`], [`device::DmaMapping`]: DMA mappings as owned
 //!   values that are undone when dropped;
-//! - [`events`]: the Send path's tracepoints with safe arguments.
+//! - [`events`]: the Send path's tracepoints with safe arguments, over
+//!   `trace`, which tests each event's static key inline.
 
 pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod recv_ctxt;
 pub(crate) mod rqst;
 pub(crate) mod send_ctxt;
+mod trace;
 pub(crate) mod xdr_buf;
 pub(crate) mod xprt;
