@@ -30,8 +30,10 @@ import os
 import re
 import sys
 
+# The Send completion's entry: C's handler; for Rust, the `ib_cqe.done` of
+# a posted ctxt (`send_done::<WcSend>`, abstractions/send_ctxt.rs).
 COMPLETION = {"c": re.compile(r"^svc_rdma_wc_send$"),
-              "rust": re.compile(r"2sq7wc_send")}
+              "rust": re.compile(r"9send_done.*6WcSend")}
 
 
 def read_syms(path):

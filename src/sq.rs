@@ -6,7 +6,7 @@
 //! `svc_rdma_wake_send_waiters`, `svc_rdma_sq_wait`, `svc_rdma_post_send`,
 //! `svc_rdma_post_send_err` and `svc_rdma_wc_send` of the C file.
 //!
-//! Transport lifetime: a posted chain's Send completion ([`wc_send`]) uses the
+//! Transport lifetime: a posted chain's Send completion ([`WcSend`]) uses the
 //! transport after `svc_rdma_sendto` has returned. Linux 7.3 takes no
 //! reference for it; the transport stays alive because `svc_rdma_free`
 //! calls `ib_drain_qp` before it tears anything down, and `ib_drain_qp`
@@ -16,7 +16,7 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::abstractions::events;
-use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendWc};
+use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendCompletion, SendWc};
 use crate::abstractions::xprt::{count_sq_starved, Rdma};
 use crate::ctxt;
 use crate::sys;
@@ -185,42 +185,35 @@ pub(crate) fn post_send_err(
     ENOTCONN.to_errno()
 }
 
-/// `svc_rdma_wc_send`: the Send completion, in the Send CQ's workqueue.
-/// Returns the SQ entries of the whole chain (its Writes are done: the Send
-/// was posted after them) and queues the ctxt for release; an error closes
-/// the connection.
-///
-/// # Safety
-///
-/// Called by the RDMA core with a polled Send work completion of a
-/// transport's Send CQ (the WC's `wr_cqe` is the `sc_cqe` of a send ctxt
-/// that transport posted).
-pub(crate) unsafe extern "C" fn wc_send(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
-    // SAFETY: a completion of the transport's Send CQ, valid for this call
-    // (`# Safety`).
-    let wc = unsafe { SendWc::from_raw(wc) };
-    // SAFETY: the completion of a Send posted by `post_chain` (`# Safety`),
-    // taken once: the ctxt is ours now.
-    let ctxt = unsafe { wc.take_ctxt() };
-    // The ctxt's transport (C reads the CQ's context, the same transport).
-    // It outlives its completions because svc_rdma_free drains the QP
-    // first (module docs).
-    let rdma = ctxt.rdma();
-    wake_send_waiters(rdma, ctxt.sqecount());
+/// `svc_rdma_wc_send`: the Send completion, in the Send CQ's workqueue
+/// ([`SendCompletion`] of every ctxt [`post_chain`] posts). Returns the SQ
+/// entries of the whole chain (its Writes are done: the Send was posted
+/// after them) and queues the ctxt for release; an error closes the
+/// connection.
+pub(crate) struct WcSend;
 
-    let status = wc.status();
-    if status == sys::ib_wc_status_IB_WC_SUCCESS {
-        events::wc_send(ctxt.cid());
+impl SendCompletion for WcSend {
+    fn complete(wc: &SendWc, ctxt: Ctxt) {
+        // The ctxt's transport (C reads the CQ's context, the same
+        // transport). It outlives its completions because svc_rdma_free
+        // drains the QP first (module docs).
+        let rdma = ctxt.rdma();
+        wake_send_waiters(rdma, ctxt.sqecount());
+
+        let status = wc.status();
+        if status == sys::ib_wc_status_IB_WC_SUCCESS {
+            events::wc_send(ctxt.cid());
+            ctxt::send_ctxt_put(ctxt);
+            return;
+        }
+        if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+            events::wc_send_err(wc, ctxt.cid());
+        } else {
+            events::wc_send_flush(wc, ctxt.cid());
+        }
+        rdma.deferred_close();
         ctxt::send_ctxt_put(ctxt);
-        return;
     }
-    if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-        events::wc_send_err(wc, ctxt.cid());
-    } else {
-        events::wc_send_flush(wc, ctxt.cid());
-    }
-    rdma.deferred_close();
-    ctxt::send_ctxt_put(ctxt);
 }
 
 /// `svc_rdma_post_send`: posts the ctxt's chain, RDMA Writes of chunks
@@ -267,7 +260,7 @@ pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: PostFn) -> Result<(), (E
         ret,
         ctxt,
         unposted,
-    } = match ctxt.post(wc_send, post) {
+    } = match ctxt.post::<WcSend>(post) {
         Ok(()) => return Ok(()),
         Err(f) => f,
     };

@@ -518,17 +518,17 @@ impl Ctxt {
         Ok(())
     }
 
-    /// Posts the WR chain with `post` (`ib_post_send` or a stand-in),
-    /// its completion handled by `done`. On success the ctxt belongs to
-    /// the completion (marked [`CtxtState::Posted`] before posting, since
-    /// the completion may run before `post` returns).
-    pub(crate) fn post(self, done: CompletionFn, post: PostFn) -> Result<(), PostFailure> {
+    /// Posts the WR chain with `post` (`ib_post_send` or a stand-in), the
+    /// Send's completion to be handled by `H`. On success the ctxt belongs
+    /// to the completion (marked [`CtxtState::Posted`] before posting,
+    /// since the completion may run before `post` returns).
+    pub(crate) fn post<H: SendCompletion>(self, post: PostFn) -> Result<(), PostFailure> {
         let rdma = self.rdma();
         let qp = rdma.qp();
         let c = self.as_ptr();
         // SAFETY: exclusively ours until posted.
         let first_wr = unsafe {
-            (*c).sc_cqe.done = Some(done);
+            (*c).sc_cqe.done = Some(send_done::<H>);
             (*c).sc_wr_chain.cast_const()
         };
         self.set_state(CtxtState::Posted);
@@ -747,8 +747,29 @@ impl Rdma {
     }
 }
 
-/// The Send completion handler of a posted ctxt.
-pub(crate) type CompletionFn = unsafe extern "C" fn(*mut sys::ib_cq, *mut sys::ib_wc);
+/// What runs when the Send of a ctxt posted by [`Ctxt::post`] completes.
+pub(crate) trait SendCompletion {
+    /// Called from the Send CQ's polling context with the work completion
+    /// and the ctxt, which belongs to the handler from here on.
+    fn complete(wc: &SendWc, ctxt: Ctxt);
+}
+
+/// The `ib_cqe.done` of a posted ctxt: hands its completion, and the ctxt,
+/// to `H`.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a polled Send work completion whose
+/// `wr_cqe` is the `sc_cqe` of a ctxt [`Ctxt::post`] posted, once.
+unsafe extern "C" fn send_done<H: SendCompletion>(_cq: *mut sys::ib_cq, wc: *mut sys::ib_wc) {
+    // SAFETY: a completion the RDMA core passes to this handler, valid for
+    // the call (`# Safety`).
+    let wc = unsafe { SendWc::from_raw(wc) };
+    // SAFETY: the completion of a Send that `Ctxt::post` posted, delivered
+    // once (`# Safety`): the ctxt is the handler's now.
+    let ctxt = unsafe { wc.take_ctxt() };
+    H::complete(wc, ctxt);
+}
 
 /// The signature of `ib_post_send`.
 pub(crate) type PostFn = unsafe extern "C" fn(
@@ -784,7 +805,7 @@ impl SendWc {
     ///
     /// `ptr` is a completion the RDMA core passes to a Send completion
     /// handler, valid for `'a`.
-    pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::ib_wc) -> &'a Self {
+    unsafe fn from_raw<'a>(ptr: *mut sys::ib_wc) -> &'a Self {
         // SAFETY: a transparent `Opaque<ib_wc>`, valid for `'a`.
         unsafe { &*ptr.cast::<Self>() }
     }
@@ -806,7 +827,7 @@ impl SendWc {
     ///
     /// The completion is of a Send posted by [`Ctxt::post`] (its `wr_cqe`
     /// is that ctxt's `sc_cqe`), and is taken once.
-    pub(crate) unsafe fn take_ctxt(&self) -> Ctxt {
+    unsafe fn take_ctxt(&self) -> Ctxt {
         // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt (`# Safety`),
         // whose ownership passes to the completion.
         unsafe {
