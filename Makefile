@@ -62,7 +62,7 @@ host-test:
 # Graft into a copy of the kernel tree and run our KUnit suites with the
 # kernel's kunit.py (a second kernel build, so not part of `make check`).
 check-intree: setup
-	@scripts/kunit-intree.sh
+	@scripts/check.sh intree
 
 # rustfmt, checkpatch --strict, kernel-doc, Python syntax, CLIPPY=1 build.
 lint: $(if $(KDIR),,kernel)
