@@ -11,7 +11,6 @@ mod tests {
     use crate::sys;
     use core::mem::{offset_of, size_of};
     use kernel::prelude::*;
-    use kernel::str::CStrExt;
 
     /// The C table as a slice.
     fn c_table() -> &'static [sys::rs_layout_entry] {
@@ -25,6 +24,24 @@ mod tests {
         }
     }
 
+    /// The bytes of the NUL-terminated string at `p`, without the NUL. A
+    /// wrapping count: the `CStr` constructors, inlined here, bring an
+    /// overflow-checked `len + 1` (a panic path) into the module.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a NUL-terminated string that lives as long as the module.
+    unsafe fn c_bytes(p: *const u8) -> &'static [u8] {
+        let mut n = 0usize;
+        // SAFETY: the string is NUL-terminated (`# Safety`): every byte up
+        // to its NUL is readable.
+        while unsafe { *p.add(n) } != 0 {
+            n = n.wrapping_add(1);
+        }
+        // SAFETY: the `n` bytes before the NUL, alive for the module's life.
+        unsafe { core::slice::from_raw_parts(p, n) }
+    }
+
     /// Compares one Rust-side entry with entry `idx` of the C table and
     /// reports a mismatch in the kernel log. Returns true when they agree.
     fn agrees(idx: usize, ty: &str, field: &str, rust_value: usize) -> bool {
@@ -33,14 +50,13 @@ mod tests {
             return false;
         };
         // SAFETY: the C table holds string literals.
-        let (c_ty, c_field) = unsafe {
-            (
-                kernel::str::CStr::from_char_ptr(c.type_),
-                kernel::str::CStr::from_char_ptr(c.field),
-            )
-        };
-        if c_ty.to_bytes() != ty.as_bytes() || c_field.to_bytes() != field.as_bytes() {
-            pr_err!("layout: entry #{idx} is {c_ty:?}.{c_field:?} in C, {ty}.{field} in Rust\n");
+        let (c_ty, c_field) = unsafe { (c_bytes(c.type_), c_bytes(c.field)) };
+        if c_ty != ty.as_bytes() || c_field != field.as_bytes() {
+            pr_err!(
+                "layout: entry #{idx} is {}.{} in C, {ty}.{field} in Rust\n",
+                kernel::str::BStr::from_bytes(c_ty),
+                kernel::str::BStr::from_bytes(c_field)
+            );
             return false;
         }
         if c.value != rust_value {

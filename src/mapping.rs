@@ -234,43 +234,54 @@ mod tests {
     }
 
     struct Reply {
-        head: KVec<u8>,
-        tail: KVec<u8>,
+        head: [u8; HEAD],
+        tail: [u8; TAIL],
         /// Owns the pages `page_ptrs` points to.
         _pages: [Page; 2],
         page_ptrs: [*mut sys::page; 2],
         xdr: sys::xdr_buf,
     }
 
+    /// Fills `bytes` with the pattern from reply byte `first` on. Indices
+    /// advance with wrapping adds: `enumerate`, `+` and `KVec::push`,
+    /// inlined here, would bring overflow checks (panic calls) into the
+    /// module even in test code.
+    fn fill(bytes: &mut [u8], first: usize) {
+        let mut i = first;
+        for b in bytes.iter_mut() {
+            *b = pattern(i);
+            i = i.wrapping_add(1);
+        }
+    }
+
     impl Reply {
         fn new() -> Result<KBox<Self>> {
-            let mut head = KVec::new();
-            for i in 0..HEAD {
-                head.push(pattern(i), GFP_KERNEL)?;
-            }
-            let mut tail = KVec::new();
-            for i in 0..TAIL {
-                tail.push(pattern(HEAD + PLEN as usize + i), GFP_KERNEL)?;
-            }
+            let mut head = [0u8; HEAD];
+            fill(&mut head, 0);
+            let mut tail = [0u8; TAIL];
+            fill(&mut tail, HEAD.wrapping_add(PLEN as usize));
             let pages = [Page::alloc_page(GFP_KERNEL)?, Page::alloc_page(GFP_KERNEL)?];
-            // Page data: reply byte HEAD + k sits at offset BASE + k.
-            let mut buf = KVec::new();
-            for k in 0..(2 * kernel::page::PAGE_SIZE) {
-                let v = if k >= BASE as usize && k < (BASE + PLEN) as usize {
-                    pattern((HEAD + k).wrapping_sub(BASE as usize))
-                } else {
-                    0xee
+            // Page data: reply byte HEAD + k sits at offset BASE + k of the
+            // two pages; the rest is 0xee. Written 64 bytes at a time.
+            let mut chunk = [0u8; 64];
+            let mut k = 0usize;
+            while k < 2 * kernel::page::PAGE_SIZE {
+                let mut at = k;
+                for b in chunk.iter_mut() {
+                    *b = if at >= BASE as usize && at < (BASE + PLEN) as usize {
+                        pattern(HEAD.wrapping_add(at).wrapping_sub(BASE as usize))
+                    } else {
+                        0xee
+                    };
+                    at = at.wrapping_add(1);
+                }
+                let page = &pages[k / kernel::page::PAGE_SIZE];
+                // SAFETY: `chunk` holds its 64 bytes; `write_raw` checks the
+                // range in the page.
+                unsafe {
+                    page.write_raw(chunk.as_ptr(), k % kernel::page::PAGE_SIZE, chunk.len())?
                 };
-                buf.push(v, GFP_KERNEL)?;
-            }
-            // SAFETY: `buf` holds two pages of bytes.
-            unsafe {
-                pages[0].write_raw(buf.as_ptr(), 0, kernel::page::PAGE_SIZE)?;
-                pages[1].write_raw(
-                    buf.as_ptr().add(kernel::page::PAGE_SIZE),
-                    0,
-                    kernel::page::PAGE_SIZE,
-                )?;
+                k = k.wrapping_add(chunk.len());
             }
             let page_ptrs = [pages[0].as_ptr(), pages[1].as_ptr()];
             let mut r = KBox::new(
