@@ -428,7 +428,7 @@ impl Ctxt {
         // valid for the call.
         unsafe {
             sys::svc_rdma_prepare_write_list(
-                self.rdma().raw(),
+                self.rdma().as_ptr(),
                 rctxt.as_ptr(),
                 self.as_ptr(),
                 xdr.as_ptr(),
@@ -449,7 +449,7 @@ impl Ctxt {
         // reply, all valid for the call.
         unsafe {
             sys::svc_rdma_prepare_reply_chunk(
-                self.rdma().raw(),
+                self.rdma().as_ptr(),
                 write_pcl.as_ptr(),
                 reply_pcl.as_ptr(),
                 self.as_ptr(),
@@ -702,14 +702,14 @@ impl Rdma {
     pub(crate) fn free_ctxts(&self) -> &CtxtList {
         // SAFETY: the free list of this transport holds only its idle send
         // ctxts, linked by `sc_node`.
-        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_ctxts)) }
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.as_ptr()).sc_send_ctxts)) }
     }
 
     /// `sc_send_release_list`: ctxts put back and not yet released.
     pub(crate) fn released_ctxts(&self) -> &CtxtList {
         // SAFETY: the release list of this transport holds only its queued
         // send ctxts, linked by `sc_node`.
-        unsafe { CtxtList::from_raw(addr_of_mut!((*self.raw()).sc_send_release_list)) }
+        unsafe { CtxtList::from_raw(addr_of_mut!((*self.as_ptr()).sc_send_release_list)) }
     }
 
     /// Takes every ctxt queued for release: their Sends completed, or were
@@ -736,7 +736,7 @@ impl Rdma {
     /// consumer, as `llist_del_first` requires.
     pub(crate) fn send_lock(&self) -> &SpinLock<()> {
         // SAFETY: an initialised spinlock of this live transport.
-        unsafe { SpinLock::from_raw(addr_of_mut!((*self.raw()).sc_send_lock)) }
+        unsafe { SpinLock::from_raw(addr_of_mut!((*self.as_ptr()).sc_send_lock)) }
     }
 
     /// Takes an idle ctxt from the free list.

@@ -47,10 +47,6 @@ impl Rdma {
         self.0.get()
     }
 
-    pub(super) fn raw(&self) -> *mut sys::svcxprt_rdma {
-        self.0.get()
-    }
-
     /// The atomic `int` inside an `atomic_t` field.
     ///
     /// # Safety
@@ -65,44 +61,44 @@ impl Rdma {
     /// `sc_sq_avail`: free Send Queue entries.
     pub(crate) fn sq_avail(&self) -> &Atomic<i32> {
         // SAFETY: a field of this transport.
-        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_avail)) }
+        unsafe { self.atomic(addr_of_mut!((*self.as_ptr()).sc_sq_avail)) }
     }
 
     /// `sc_sq_ticket_head`: the next SQ wait ticket to hand out.
     pub(crate) fn sq_ticket_head(&self) -> &Atomic<i32> {
         // SAFETY: a field of this transport.
-        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_ticket_head)) }
+        unsafe { self.atomic(addr_of_mut!((*self.as_ptr()).sc_sq_ticket_head)) }
     }
 
     /// `sc_sq_ticket_tail`: the ticket being served.
     pub(crate) fn sq_ticket_tail(&self) -> &Atomic<i32> {
         // SAFETY: a field of this transport.
-        unsafe { self.atomic(addr_of_mut!((*self.raw()).sc_sq_ticket_tail)) }
+        unsafe { self.atomic(addr_of_mut!((*self.as_ptr()).sc_sq_ticket_tail)) }
     }
 
     /// `sc_send_wait`: threads waiting for SQ entries.
     pub(crate) fn send_wait(&self) -> &WaitQueue {
         // SAFETY: an initialised wait queue of this live transport.
-        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.raw()).sc_send_wait)) }
+        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.as_ptr()).sc_send_wait)) }
     }
 
     /// `sc_sq_ticket_wait`: ticket holders waiting for their turn.
     pub(crate) fn sq_ticket_wait(&self) -> &WaitQueue {
         // SAFETY: an initialised wait queue of this live transport.
-        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.raw()).sc_sq_ticket_wait)) }
+        unsafe { WaitQueue::from_raw(addr_of_mut!((*self.as_ptr()).sc_sq_ticket_wait)) }
     }
 
     /// `sc_max_req_size`: size of the transport header buffer.
     pub(crate) fn max_req_size(&self) -> usize {
         // SAFETY: constant after publication (type invariant).
-        let v = unsafe { (*self.raw()).sc_max_req_size };
+        let v = unsafe { (*self.as_ptr()).sc_max_req_size };
         usize::try_from(v).unwrap_or(0)
     }
 
     /// `sc_max_send_sges`: SGEs a Send WR may carry.
     pub(crate) fn max_send_sges(&self) -> usize {
         // SAFETY: constant after publication (type invariant).
-        let v = unsafe { (*self.raw()).sc_max_send_sges };
+        let v = unsafe { (*self.as_ptr()).sc_max_send_sges };
         usize::try_from(v).unwrap_or(0)
     }
 
@@ -110,20 +106,20 @@ impl Rdma {
     /// never be posted.
     pub(crate) fn sq_depth(&self) -> u32 {
         // SAFETY: constant after publication (type invariant).
-        unsafe { (*self.raw()).sc_sq_depth }
+        unsafe { (*self.as_ptr()).sc_sq_depth }
     }
 
     /// `sc_fc_credits`: credits granted, already in wire byte order.
     pub(crate) fn fc_credits_be(&self) -> u32 {
         // SAFETY: constant after publication (type invariant).
-        unsafe { (*self.raw()).sc_fc_credits }
+        unsafe { (*self.as_ptr()).sc_fc_credits }
     }
 
     /// The local DMA lkey of the transport's protection domain.
     pub(crate) fn local_dma_lkey(&self) -> u32 {
         // SAFETY: `sc_pd` is allocated before publication and freed only
         // after all send ctxts are destroyed.
-        unsafe { (*(*self.raw()).sc_pd).local_dma_lkey }
+        unsafe { (*(*self.as_ptr()).sc_pd).local_dma_lkey }
     }
 
     /// The RDMA device the transport is connected through (that of its
@@ -131,25 +127,25 @@ impl Rdma {
     pub(crate) fn device(&self) -> &IbDevice {
         // SAFETY: `sc_pd`, and its device, are set before publication and
         // outlive the transport's send ctxts.
-        unsafe { IbDevice::from_raw((*(*self.raw()).sc_pd).device) }
+        unsafe { IbDevice::from_raw((*(*self.as_ptr()).sc_pd).device) }
     }
 
     /// The queue pair Sends are posted on.
     pub(crate) fn qp(&self) -> *mut sys::ib_qp {
         // SAFETY: constant after publication (type invariant).
-        unsafe { (*self.raw()).sc_qp }
+        unsafe { (*self.as_ptr()).sc_qp }
     }
 
     /// Pages a request can hold (`svc_serv_maxpages`).
     pub(crate) fn serv_maxpages(&self) -> usize {
         // SAFETY: the transport's server outlives it.
-        unsafe { sys::rs_svc_serv_maxpages(self.raw()) }
+        unsafe { sys::rs_svc_serv_maxpages(self.as_ptr()) }
     }
 
     /// A new completion ID for a send ctxt of this transport.
     pub(crate) fn new_send_cid(&self, cid: &mut sys::rpc_rdma_cid) {
         // SAFETY: reads the transport's Send CQ ID and bumps its counter.
-        unsafe { sys::rs_send_cid_init(self.raw(), cid) };
+        unsafe { sys::rs_send_cid_init(self.as_ptr(), cid) };
     }
 
     /// The transport's `XPT_*` flag word, read once (`test_bit`'s plain
@@ -157,7 +153,7 @@ impl Rdma {
     fn flags(&self) -> kernel::ffi::c_ulong {
         // SAFETY: a field of the live transport; a volatile read is the
         // `READ_ONCE` of a word other CPUs change atomically.
-        unsafe { core::ptr::read_volatile(addr_of!((*self.raw()).sc_xprt.xpt_flags)) }
+        unsafe { core::ptr::read_volatile(addr_of!((*self.as_ptr()).sc_xprt.xpt_flags)) }
     }
 
     /// True once the transport is being closed (`XPT_CLOSE`).
@@ -175,26 +171,26 @@ impl Rdma {
     /// later in an nfsd thread.
     pub(crate) fn deferred_close(&self) {
         // SAFETY: the transport is live.
-        unsafe { sys::svc_rdma_xprt_deferred_close(self.raw()) }
+        unsafe { sys::svc_rdma_xprt_deferred_close(self.as_ptr()) }
     }
 
     /// Sets `XPT_DATA` and enqueues the transport, so that an nfsd thread
     /// comes to it.
     pub(crate) fn set_data_and_enqueue(&self) {
         // SAFETY: the transport is live.
-        unsafe { sys::rs_xprt_set_data_and_enqueue(self.raw()) }
+        unsafe { sys::rs_xprt_set_data_and_enqueue(self.as_ptr()) }
     }
 
     /// Sleeps until ticket `ticket` is served or the transport closes.
     pub(crate) fn wait_sq_ticket(&self, ticket: i32) {
         // SAFETY: the transport is live; process context (callers sleep).
-        unsafe { sys::rs_wait_sq_ticket(self.raw(), ticket) }
+        unsafe { sys::rs_wait_sq_ticket(self.as_ptr(), ticket) }
     }
 
     /// Sleeps until `n` SQ entries are free or the transport closes.
     pub(crate) fn wait_sq_avail(&self, n: i32) {
         // SAFETY: the transport is live; process context (callers sleep).
-        unsafe { sys::rs_wait_sq_avail(self.raw(), n) }
+        unsafe { sys::rs_wait_sq_avail(self.as_ptr(), n) }
     }
 
     /// `svc_rdma_destroy_rw_ctxts`: frees the idle R/W contexts.
@@ -206,7 +202,7 @@ impl Rdma {
     pub(crate) unsafe fn destroy_rw_ctxts(&self) {
         // SAFETY: the QP is drained (`# Safety`), so every R/W context on
         // the transport's list is idle and can be freed.
-        unsafe { sys::svc_rdma_destroy_rw_ctxts(self.raw()) }
+        unsafe { sys::svc_rdma_destroy_rw_ctxts(self.as_ptr()) }
     }
 }
 
