@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Build the test kernel into $CACHE/kbuild/<version>-<hash of the config
-# fragments and kernel patches>, out of tree so the source stays pristine.
-# Rebuilt only when the key changes or a previous build did not finish.
+# Build the test kernel into build-<version>-<hash of the config fragments
+# and kernel patches> inside the (patched, hard-link copy of the) source it
+# is built from (lib.sh kernel_build): O= a subdirectory, so Kbuild's
+# command lines name the source "..", and scripts/kunit-intree.sh can build
+# its KUnit kernel from a copy of this one incrementally. The source files
+# stay untouched. Rebuilt only when the key changes or a previous build did
+# not finish.
 # Prints the build dir last.
 
 . "$(dirname "$0")/lib.sh"

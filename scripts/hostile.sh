@@ -3,12 +3,14 @@
 #
 # hostile.sh [REPETITIONS]: the hostile-client suite (tests/vm/guest/hostile.py,
 # 31 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
-# against the rust flavour, asserted, and against the c flavour for
-# comparison: a table of what each flavour did per class; over soft-RoCE,
-# then once per class over soft-iWARP in the same VM. In both runs a
-# well-behaved NFSv3 client runs a verifying fio throughout, and afterwards
-# the Send path's leak counters must read zero and rpcrdma must unload.
-# Prints PASS:/FAIL: lines (the rust flavour's) and exits non-zero on any.
+# against the rust flavour, asserted; over soft-RoCE, then once per class
+# over soft-iWARP in the same VM. A well-behaved NFSv3 client runs a
+# verifying fio throughout, and afterwards the Send path's leak counters
+# must read zero and rpcrdma must unload. With COMPARE=1 (the default of
+# `make hostile`; `make check` leaves it out, it asserts nothing) the c
+# flavour runs the same suite too, for a table of what each flavour did per
+# class. Prints PASS:/FAIL: lines (the rust flavour's) and exits non-zero
+# on any.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -17,11 +19,15 @@ FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 declare -A RUN
-for f in rust c; do
+FLAVOURS=rust
+[ "${COMPARE:-1}" = 1 ] && FLAVOURS="rust c"
+for f in $FLAVOURS; do
 	rc=0
 	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
 	if [ "$f" = rust ]; then
 		relay_guest_log "" "${RUN[$f]}"
+		# Passed, but not at the first try: shown, with why.
+		grep -E '^    (retried|answered only on retry): ' "${RUN[$f]}/guest.log" 2>/dev/null || true
 		[ "$rc" = 0 ] || fail "hostile rust: VM status $rc (${RUN[$f]}/console.log)"
 		for file in hostile.txt hostile-siw.txt; do
 			n=$(grep -c '^class=' "${RUN[$f]}/$file" 2>/dev/null || true)
@@ -29,6 +35,7 @@ for f in rust c; do
 		done
 	fi
 done
+[ "${COMPARE:-1}" = 1 ] || { [ "$FAILS" = 0 ]; exit; }
 # Side by side: expected, rust, c.
 echo "    hostile classes over soft-RoCE x $REPS (class, expected, rust, c; c for comparison, not asserted):"
 hostile_table "${RUN[rust]}" "${RUN[c]}" "$LOGS/hostile-table.txt"

@@ -113,4 +113,8 @@ hostile_table() {
 }
 
 config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
-kernel_build() { echo "$CACHE/kbuild/$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
+# The test kernel's object tree, a subdirectory of the source it is built
+# from: Kbuild then names the source "..", so no command line holds an
+# absolute path, and a copy of both (scripts/kunit-intree.sh) rebuilds only
+# what its own config changes.
+kernel_build() { echo "$(kernel_build_src)/build-$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
