@@ -60,7 +60,8 @@ host-test:
 	@scripts/check.sh host
 
 # Graft into a copy of the kernel tree and run our KUnit suites with the
-# kernel's kunit.py (a second kernel build, so not part of `make check`).
+# kernel's kunit.py, its build seeded from the test kernel's objects. Part
+# of `make check` (the intree phase).
 check-intree: setup
 	@scripts/check.sh intree
 
@@ -83,7 +84,7 @@ conformance:
 pair: conformance
 
 # Malformed and adversarial Calls from a pyverbs client (rust asserted, c
-# compared). Part of `make check`.
+# compared). Part of `make check`, there without the c run (COMPARE=0).
 hostile:
 	@scripts/check.sh hostile
 
@@ -102,7 +103,8 @@ storm:
 
 # Debian's stock 7.3 kernel: DKMS with Debian's toolchain in a trixie build
 # environment, the toolchain refusals, and VMs booting Debian's vmlinuz with
-# ours and with Debian's own rpcrdma.ko. Part of `make check`.
+# ours and with Debian's own rpcrdma.ko. Part of `make check`, there without
+# Debian's own module through the hostile suite (COMPARE=0).
 debian:
 	@scripts/check.sh debian
 
