@@ -435,6 +435,11 @@ def alive(server, port):
     return "NO", ";".join(whys)
 
 
+def alive_note(why):
+    """The class line's note of why the server was not answered at once."""
+    return f" alive_why={why!r}" if why else ""
+
+
 def nfsd_wchans():
     """Where each nfsd thread sleeps (/proc wchan)."""
     found = []
@@ -499,7 +504,7 @@ def main():
         # The guest's uptime, to match the kernel log; why a connection
         # closed unexpectedly; why the server did not answer at once.
         detail = f" at={started:.1f}s" + (f" why={';'.join(why)!r}" if why else "") + retried
-        detail += f" alive_why={live_why!r}" if live_why else ""
+        detail += alive_note(live_why)
         print(f"class={name} expected={expected} got={shown(outcomes)}"
               f" server_alive={live}{detail} {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "credit_overrun" in wanted:
@@ -508,7 +513,7 @@ def main():
         live, live_why = alive(server, port)
         bad += live == "NO"
         print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={live}"
-              + (f" alive_why={live_why!r}" if live_why else "")
+              + alive_note(live_why)
               + f" {'ok' if live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "disconnect_in_flight" in wanted:
         classes += 1
@@ -517,7 +522,7 @@ def main():
         live, live_why = alive(server, port)
         bad += live == "NO"
         print(f"class=disconnect_in_flight expected=survives got=x{reps} server_alive={live}"
-              + (f" alive_why={live_why!r}" if live_why else "")
+              + alive_note(live_why)
               + f" {'ok' if live != 'NO' else 'FAIL'}", flush=True)
     print(f"hostile: {classes} classes, {total} adversarial Calls, {bad} failures")
     return 1 if bad else 0
