@@ -18,6 +18,13 @@ B=$(kernel_build)
 [ -f "$PRISTINE/Makefile" ] || die "kernel source missing at $PRISTINE: run scripts/setup.sh"
 KMAKE=(make -C "$SRC" O="$B" LLVM="$LLVM_SUFFIX")
 
+# Builds of the earlier layout ($CACHE/kbuild/<version>-<key>, outside the
+# source) are used by nothing now.
+if [ -d "$CACHE/kbuild" ]; then
+	say "test kernel: removing $CACHE/kbuild (the earlier layout's builds)" >&2
+	rm -rf "$CACHE/kbuild"
+fi
+
 if [ -f "$B/.build-complete" ]; then
 	say "test kernel: $B (cached)" >&2
 	echo "$B"
