@@ -65,7 +65,8 @@ for i in $(seq 1 "$RUNS"); do
 	# The symbol lists of the builds that ran, kept with the counts.
 	for b in c:c rust:rust-prod; do
 		mkdir -p "$run/build-${b%%:*}"
-		cp "$TOP/build/${b#*:}"/{sendpath-symbols,text-bytes}.txt "$run/build-${b%%:*}/"
+		cp "$TOP/build/${b#*:}"/{sendpath-symbols,text-bytes}.txt "$TOP/build/${b#*:}/rpcrdma.ko" \
+			"$run/build-${b%%:*}/"
 		cp "$TOP/build/${b#*:}/shim-symbols.txt" "$run/build-${b%%:*}/" 2>/dev/null || true
 	done
 	runs+=("$run")
