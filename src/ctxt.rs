@@ -32,13 +32,6 @@ use crate::abstractions::xprt::Rdma;
 use crate::stats;
 use kernel::num::casts::FromSafeCast;
 
-/// `svc_rdma_send_ctxt_alloc`: a new ctxt, counted.
-fn send_ctxt_alloc(rdma: &Rdma) -> Option<Ctxt> {
-    let ctxt = Ctxt::alloc(rdma)?;
-    stats::add(&stats::CTXTS_LIVE, 1);
-    Some(ctxt)
-}
-
 /// `svc_rdma_send_ctxts_destroy`: frees every ctxt of the transport.
 ///
 /// Runs only from `svc_rdma_free`, after `ib_drain_qp` and a final drain,
@@ -49,7 +42,6 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
     release_at_teardown(rdma);
     for ctxt in rdma.take_free_ctxts() {
         ctxt.free();
-        stats::add(&stats::CTXTS_LIVE, -1);
     }
 }
 
@@ -90,7 +82,7 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
             c.set_state(CtxtState::Owned);
             c
         }
-        None => send_ctxt_alloc(rdma)?,
+        None => Ctxt::alloc(rdma)?,
     };
     ctxt.reset_for_reply();
     Some(ctxt)
@@ -99,13 +91,7 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
 /// `svc_rdma_send_ctxt_release`: unmaps, releases the reply's pages, and
 /// returns the ctxt to the free list.
 fn send_ctxt_release(rdma: &Rdma, mut ctxt: IdleCtxt) {
-    let (sges, pages) = ctxt.release_io(events::dma_unmap_page);
-    if sges > 0 {
-        stats::add(&stats::SGES_MAPPED, 0i64.saturating_sub(stats::count(sges)));
-    }
-    if pages > 0 {
-        stats::add(&stats::PAGES_HELD, 0i64.saturating_sub(stats::count(pages)));
-    }
+    ctxt.release_io(events::dma_unmap_page);
     let ctxt = ctxt.into_ctxt();
     ctxt.set_state(CtxtState::Free);
     rdma.free_ctxts().push(ctxt);

@@ -340,17 +340,17 @@ same_signature!(svc_rdma_sendto);
 
 /// `rs_stat_read`: one of the Send path's leak counters for the C shim's
 /// read-only module parameters: `which` 0 is live send ctxts, 1 reply pages
-/// held, 2 payload SGEs mapped, 3 ctxts reclaimed at teardown; -1 for any
-/// other `which`.
+/// held, 2 payload SGEs mapped (all three counted in the ctxts, see
+/// [`crate::stats`]), 3 ctxts reclaimed at teardown; -1 for any other
+/// `which`.
 #[no_mangle]
 pub extern "C" fn rs_stat_read(which: c_int) -> i64 {
-    use crate::stats::{CTXTS_LIVE, CTXTS_RECLAIMED, PAGES_HELD, SGES_MAPPED};
     use kernel::sync::atomic::Relaxed;
     match which {
-        0 => CTXTS_LIVE.load(Relaxed),
-        1 => PAGES_HELD.load(Relaxed),
-        2 => SGES_MAPPED.load(Relaxed),
-        3 => CTXTS_RECLAIMED.load(Relaxed),
+        0 => crate::stats::census().ctxts,
+        1 => crate::stats::census().pages,
+        2 => crate::stats::census().sges,
+        3 => crate::stats::CTXTS_RECLAIMED.load(Relaxed),
         _ => -1,
     }
 }

@@ -55,9 +55,8 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
     }
     events::dma_map_page(ctxt.cid(), mapping.addr(), len);
     // Counted in `num_sge` only once mapped: release undoes exactly these.
-    ctxt.add_payload_sge(sge_no, mapping).map_err(|_| EIO)?;
-    crate::stats::add(&crate::stats::SGES_MAPPED, 1);
-    Ok(())
+    ctxt.add_payload_sge(sge_no, mapping).map_err(|_| EIO)
+
 }
 
 /// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region

@@ -22,7 +22,6 @@ use crate::proto::encode::{self, FixedHeader};
 use crate::proto::xdr::XdrWriter;
 use crate::proto::{self, ErrCode, Proc, Segment, FIXED_HDR_LEN};
 use crate::sq;
-use crate::stats;
 use kernel::error::{
     code::{E2BIG, EINVAL, EIO, EMSGSIZE, ENOMEM, ENOTCONN, EPROTONOSUPPORT},
     Error,
@@ -75,7 +74,6 @@ pub(crate) fn save_io_pages(rqst: &Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
     let moved = rqst.take_reply_pages(slots).ok_or(EIO)?;
     // At most `sc_maxpages`, a C int's worth; checked all the same.
     *count = i32::try_from(moved).map_err(|_| EIO)?;
-    stats::add(&stats::PAGES_HELD, stats::count(moved));
     Ok(())
 }
 

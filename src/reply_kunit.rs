@@ -209,12 +209,6 @@ mod tests {
 
     impl Drop for Pages {
         fn drop(&mut self) {
-            // Undo the held-pages count of a successful move: the pages are
-            // fake and never put.
-            crate::stats::add(
-                &crate::stats::PAGES_HELD,
-                0i64.saturating_sub(self.count().into()),
-            );
             // SAFETY: allocated in `new` by `zalloc` (or null), no longer
             // used.
             unsafe {

@@ -6,15 +6,16 @@
 //! the teardown test checks it. Read through read-only module parameters
 //! (the C shim), since the C side of rpcrdma owns module init:
 //! `/sys/module/rpcrdma/parameters/{send_ctxts_live,send_pages_held,send_sges_mapped}`.
+//!
+//! The three are counted when read, over the list of all ctxts
+//! ([`census`]), not kept in counters: counters would cost the Send path
+//! several atomic updates per reply (each a call to a C helper in a
+//! module) for a figure read only by tests and operators.
 
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::Atomic;
 
-/// Send ctxts allocated and not freed.
-pub(crate) static CTXTS_LIVE: Atomic<i64> = Atomic::new(0);
-/// Reply pages moved into send ctxts and not released.
-pub(crate) static PAGES_HELD: Atomic<i64> = Atomic::new(0);
-/// Payload SGEs DMA-mapped and not unmapped.
-pub(crate) static SGES_MAPPED: Atomic<i64> = Atomic::new(0);
+pub(crate) use crate::abstractions::send_ctxt::census;
+
 /// Send ctxts whose posted Send never completed, reclaimed at transport
 /// teardown (see `ctxt::reclaim_unreturned`); not a leak counter, a count
 /// of provider faults survived.
@@ -22,10 +23,5 @@ pub(crate) static CTXTS_RECLAIMED: Atomic<i64> = Atomic::new(0);
 
 /// Adds `n` (which may be negative) to a counter.
 pub(crate) fn add(counter: &Atomic<i64>, n: i64) {
-    counter.add(n, Relaxed);
-}
-
-/// A count of things as a counter delta.
-pub(crate) fn count(n: usize) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
+    counter.add(n, kernel::sync::atomic::Relaxed);
 }

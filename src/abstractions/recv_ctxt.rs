@@ -190,10 +190,18 @@ impl Pcl {
     /// that lies outside the payloads placed in this list's chunks, in
     /// order, until it fails. Returns the last actor's result (≥ 0) or the
     /// first failure's negative errno.
+    ///
+    /// Without result payloads (no Write chunk, or the first one unused:
+    /// every reply but READ's) the one region is the whole reply, and the
+    /// actor is called here directly, as the C function's own first test
+    /// does; only replies with payloads go through C's region cutting.
     pub(crate) fn process_nonpayloads<F>(&self, xdr: &XdrBuf, actor: &mut F) -> c_int
     where
         F: FnMut(&XdrBuf) -> Result<c_int, Error>,
     {
+        if self.chunks().next().map_or(true, |c| c.raw().ch_payload_length == 0) {
+            return actor(xdr).unwrap_or_else(|e| e.to_errno());
+        }
         /// The C actor: calls the closure `data` points to.
         ///
         /// # Safety

@@ -5,12 +5,13 @@
 //! [`Ctxt`]: an owned `struct svc_rdma_send_ctxt`, with its SGE list,
 //! transport header buffer, reply pages and WR chain; [`CtxtList`] and
 //! [`CtxtChain`]: the lock-free lists it moves between; [`Ledger`]: the
-//! record of where it is, kept after its SGEs; [`SendWc`]: the work
-//! completion that hands a posted ctxt back.
+//! record of where it is, kept in front of the C struct; [`SendWc`]: the
+//! work completion that hands a posted ctxt back; [`census`]: what the
+//! ctxts hold, for the leak counters.
 //!
 //! The C struct is shared with `svc_rdma_rw.c` and
-//! `svc_rdma_backchannel.c`, so its layout is C's; the SGE array and the
-//! ledger follow it in the same allocation.
+//! `svc_rdma_backchannel.c`, so its layout is C's; the ledger precedes it
+//! and the SGE array follows it, in the same allocation.
 
 use super::device::{DmaMapping, IbDevice};
 use super::recv_ctxt::{Pcl, RecvCtxt};
@@ -25,7 +26,6 @@ use kernel::alloc::allocator::Kmalloc;
 use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
 use kernel::ffi::c_int;
-use kernel::sync::atomic::{Atomic, AtomicType, Relaxed};
 use kernel::sync::SpinLock;
 use kernel::types::Opaque;
 
@@ -46,42 +46,76 @@ pub(crate) enum CtxtState {
     Orphan = 4,
 }
 
-// SAFETY: `CtxtState` is `repr(i32)`, so it has `i32`'s size and alignment,
-// and every value of it transmutes to an `i32` and back.
-unsafe impl AtomicType for CtxtState {
-    type Repr = i32;
+impl CtxtState {
+    /// The state a ledger holds, `None` for a value no state has.
+    fn from_repr(v: i32) -> Option<Self> {
+        match v {
+            0 => Some(Self::Owned),
+            1 => Some(Self::Free),
+            2 => Some(Self::Posted),
+            3 => Some(Self::Queued),
+            4 => Some(Self::Orphan),
+            _ => None,
+        }
+    }
 }
 
-/// The trailing record of every pooled ctxt, after its SGE array.
+/// The record every pooled ctxt carries in front of its C struct.
 ///
 /// # Invariants
 ///
-/// `link` is on `rs_send_ctxts_all` (under `rs_send_ctxts_all_lock`) from
-/// allocation to free; `ctxt` is the ctxt it follows, set before `link` is
-/// listed; `state` is the ctxt's [`CtxtState`].
+/// - The ctxt it belongs to starts [`LEDGER_SIZE`] bytes after it, in the
+///   same allocation.
+/// - `link` is on `rs_send_ctxts_all` (under `rs_send_ctxts_all_lock`) from
+///   allocation to free.
+/// - `state` holds a [`CtxtState`] (as its `i32`). Only the ctxt's current
+///   holder writes it (the thread that owns it, the Send completion of a
+///   posted one, the drain that releases it), with a volatile store, the
+///   `WRITE_ONCE` of C; each handover (a list, a lock, the completion)
+///   orders it for the next holder. It is read with volatile loads
+///   (`READ_ONCE`) where the holder is not known: a put's check and
+///   teardown's census after the QP is drained.
+///
+/// Not atomic read-modify-writes: in a module each kernel-crate atomic is
+/// a call to a C helper, and the ledger is touched four times per reply.
+/// What that gives up: two *concurrent* puts of one ctxt (two holders of
+/// it, which `Ctxt` rules out for Rust and C's callers do not do) could
+/// both pass the put's check; any later put of a ctxt already put is
+/// still refused.
 #[repr(C)]
 pub(crate) struct Ledger {
     link: Opaque<sys::list_head>,
-    state: Atomic<CtxtState>,
-    ctxt: *mut sys::svc_rdma_send_ctxt,
+    state: Opaque<i32>,
 }
 
-// The ledger follows the ctxt and its SGEs: both keep it aligned.
-kernel::static_assert!(size_of::<sys::svc_rdma_send_ctxt>() % align_of::<Ledger>() == 0);
-kernel::static_assert!(size_of::<sys::ib_sge>() % align_of::<Ledger>() == 0);
+/// Bytes from a ledger to its ctxt.
+const LEDGER_SIZE: usize = size_of::<Ledger>();
 
-/// Byte offset of the ledger in a ctxt with `nsges` SGEs.
-fn ledger_offset(nsges: usize) -> Option<usize> {
-    size_of::<sys::ib_sge>()
-        .checked_mul(nsges)?
-        .checked_add(size_of::<sys::svc_rdma_send_ctxt>())
+// The ctxt follows the ledger: the ledger's size keeps it aligned.
+kernel::static_assert!(LEDGER_SIZE % align_of::<sys::svc_rdma_send_ctxt>() == 0);
+
+/// The ledger of the ctxt at `ctxt`.
+fn ledger_ptr(ctxt: *mut sys::svc_rdma_send_ctxt) -> *mut Ledger {
+    ctxt.cast::<u8>().wrapping_sub(LEDGER_SIZE).cast::<Ledger>()
 }
 
-/// The allocation of a ctxt with `nsges` SGEs: the C struct, its SGE
-/// array, its [`Ledger`].
+/// The ctxt of the ledger at `ledger`.
+fn ctxt_of_ledger(ledger: *mut Ledger) -> *mut sys::svc_rdma_send_ctxt {
+    ledger
+        .cast::<u8>()
+        .wrapping_add(LEDGER_SIZE)
+        .cast::<sys::svc_rdma_send_ctxt>()
+}
+
+/// The allocation of a ctxt with `nsges` SGEs: its [`Ledger`], the C
+/// struct, its SGE array.
 fn ctxt_layout(nsges: usize) -> Option<Layout> {
-    let size = ledger_offset(nsges)?.checked_add(size_of::<Ledger>())?;
-    Layout::from_size_align(size, align_of::<sys::svc_rdma_send_ctxt>()).ok()
+    let size = size_of::<sys::ib_sge>()
+        .checked_mul(nsges)?
+        .checked_add(size_of::<sys::svc_rdma_send_ctxt>())?
+        .checked_add(LEDGER_SIZE)?;
+    let align = align_of::<sys::svc_rdma_send_ctxt>().max(align_of::<Ledger>());
+    Layout::from_size_align(size, align).ok()
 }
 
 /// The allocations of a ctxt of `rdma`: the ctxt (with SGEs and ledger),
@@ -125,8 +159,8 @@ unsafe fn kfree(ptr: *mut u8, layout: Layout) {
 /// # Invariants
 ///
 /// - Points to a ctxt allocated by [`Ctxt::alloc`] (or KUnit's stand-in,
-///   which has the same layout): the C struct, `sc_max_send_sges` SGEs of
-///   its transport, then its [`Ledger`].
+///   which has the same layout): its [`Ledger`], the C struct, then
+///   `sc_max_send_sges` SGEs of its transport.
 /// - `sc_rdma` is its transport, which outlives it (`svc_rdma_free`
 ///   destroys the ctxts first).
 /// - The holder has exclusive access: the ctxt is on no list, and no CPU
@@ -189,27 +223,27 @@ impl Ctxt {
         let buf_len = rdma.max_req_size();
         let (ctxt_layout, pages_layout, buf_layout) = layouts(rdma)?;
 
-        let ctxt = kmalloc(ctxt_layout, true, node);
+        let base = kmalloc(ctxt_layout, true, node);
         let pages = kmalloc(pages_layout, true, node);
         let buffer = kmalloc(buf_layout, false, node);
         // SAFETY: `buffer` is `buf_len` bytes of lowmem, freed only after
         // the mapping is undone (by `free`, or below).
         let mapping = buffer.and_then(|b| unsafe { device.map_single(b.cast(), buf_len) });
-        let (Some(ctxt), Some(pages), Some(buffer), Some(mapping)) = (ctxt, pages, buffer, mapping)
+        let (Some(base), Some(pages), Some(buffer), Some(mapping)) = (base, pages, buffer, mapping)
         else {
             // SAFETY: each is null or allocated above with its layout, and
             // not shared; a mapping made is undone by its drop first.
             unsafe {
-                kfree(ctxt.map_or(null_mut(), NonNull::as_ptr), ctxt_layout);
+                kfree(base.map_or(null_mut(), NonNull::as_ptr), ctxt_layout);
                 kfree(pages.map_or(null_mut(), NonNull::as_ptr), pages_layout);
                 kfree(buffer.map_or(null_mut(), NonNull::as_ptr), buf_layout);
             }
             return None;
         };
 
-        let c = ctxt.cast::<sys::svc_rdma_send_ctxt>().as_ptr();
+        let c = ctxt_of_ledger(base.cast::<Ledger>().as_ptr());
         // SAFETY: a zeroed allocation of `ctxt_layout` that only this thread
-        // knows: the C struct, `nsges` SGEs and the ledger are ours to
+        // knows: the ledger, the C struct and `nsges` SGEs are ours to
         // initialise in place.
         unsafe {
             rdma.new_send_cid(&mut (*c).sc_cid);
@@ -238,7 +272,7 @@ impl Ctxt {
             mapping.into_sge(sge0);
         }
         // SAFETY: a new ctxt, not yet listed.
-        unsafe { ledger_list(c, nsges) };
+        unsafe { ledger_list(c) };
         Some(this)
     }
 
@@ -466,14 +500,19 @@ impl Ctxt {
         self.rdma().device().sync_for_device(sge0.addr, sge0.length);
     }
 
-    fn ledger(&self) -> &Ledger {
-        // SAFETY: the ledger follows the SGEs (type invariant).
-        unsafe { &*ledger_ptr(self.as_ptr(), self.rdma().max_send_sges()) }
+    /// The ledger's state word.
+    fn state_ptr(&self) -> *mut i32 {
+        let ledger = ledger_ptr(self.as_ptr());
+        // SAFETY: the ledger precedes the ctxt in its allocation (type
+        // invariant); only its field's address is taken.
+        unsafe { (*ledger).state.get() }
     }
 
     /// Records where the ctxt is going.
     pub(crate) fn set_state(&self, state: CtxtState) {
-        self.ledger().state.store(state, Relaxed);
+        // SAFETY: the ledger's state word, which only the ctxt's holder
+        // (we) writes (`Ledger` invariants); volatile, as `WRITE_ONCE`.
+        unsafe { core::ptr::write_volatile(self.state_ptr(), state as i32) };
     }
 
     /// `svc_rdma_send_ctxt_put` (also what dropping a [`Ctxt`] does):
@@ -501,11 +540,16 @@ impl Ctxt {
         // The ctxt is given away below: only its methods are used, never
         // its drop.
         let this = ManuallyDrop::new(Self(c));
-        let state = &this.ledger().state;
-        // Posted first: most puts come from the Send completion.
-        state
-            .cmpxchg(CtxtState::Posted, CtxtState::Queued, Relaxed)
-            .or_else(|_| state.cmpxchg(CtxtState::Owned, CtxtState::Queued, Relaxed))?;
+        let state = this.state_ptr();
+        // SAFETY: the ledger's state word (`Ledger` invariants), read as
+        // `READ_ONCE`: a ctxt put twice may be held by someone else now.
+        let was = unsafe { core::ptr::read_volatile(state) };
+        if was != CtxtState::Posted as i32 && was != CtxtState::Owned as i32 {
+            // A value no state has reads as the state nothing may put.
+            return Err(CtxtState::from_repr(was).unwrap_or(CtxtState::Free));
+        }
+        // SAFETY: as the holder that puts it, we write the state word.
+        unsafe { core::ptr::write_volatile(state, CtxtState::Queued as i32) };
         let rdma = this.raw().sc_rdma;
         // SAFETY: the transport outlives its ctxts (type invariant), and
         // the caller's context keeps it alive for this call (a request, or
@@ -620,11 +664,9 @@ impl IdleCtxt {
     /// The I/O resources of a sent (or abandoned) reply, released: the
     /// chunks' R/W contexts, the payload mappings (each first shown to
     /// `trace_unmap`), the reply pages. SGE 0, the header, stays mapped.
-    /// Returns the payload SGEs unmapped and the pages released.
-    pub(crate) fn release_io(
-        &mut self,
-        mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge),
-    ) -> (usize, usize) {
+    /// The SGE and page counts are zeroed, so that the ctxt holds nothing
+    /// in the [`census`].
+    pub(crate) fn release_io(&mut self, mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge)) {
         let ctxt = &mut self.0;
         let rdma = ctxt.rdma().as_ptr();
         let p = ctxt.as_ptr();
@@ -636,7 +678,6 @@ impl IdleCtxt {
         }
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
-        let mut unmapped = 0usize;
         if mapped > 1 {
             let device: &IbDevice = ctxt.rdma().device();
             for sge in ctxt.sges().get(1..mapped).unwrap_or_default() {
@@ -644,16 +685,20 @@ impl IdleCtxt {
                 // SAFETY: SGEs `1..num_sge` hold live payload mappings
                 // (`Ctxt` invariant), unused now (type invariant).
                 unsafe { device.unmap_page(sge.addr, sge.length) };
-                unmapped = unmapped.saturating_add(1);
             }
         }
-        let pages = ctxt.page_count();
-        if pages > 0 {
+        if ctxt.page_count() > 0 {
             // SAFETY: the first `sc_page_count` slots hold page references
             // moved in from the request; no I/O uses them any more.
             unsafe { sys::rs_release_pages(ctxt.raw().sc_pages, ctxt.raw().sc_page_count) };
         }
-        (unmapped, pages)
+        let c = ctxt.raw_mut();
+        // Volatile, as `WRITE_ONCE`: the census reads them unlocked.
+        // SAFETY: fields of our ctxt.
+        unsafe {
+            core::ptr::write_volatile(addr_of_mut!(c.sc_send_wr.num_sge), 0);
+            core::ptr::write_volatile(addr_of_mut!(c.sc_page_count), 0);
+        }
     }
 
     /// Frees the ctxt: unlists it, undoes its header mapping, frees its
@@ -664,7 +709,6 @@ impl IdleCtxt {
         let Some((ctxt_layout, pages_layout, buf_layout)) = layouts(ctxt.rdma()) else {
             return;
         };
-        let nsges = ctxt.rdma().max_send_sges();
         let sge0 = ctxt.sges().first().map_or(0, |s| s.addr);
         // SAFETY: nothing of the ctxt is in flight (type invariant), so its
         // header mapping, made by `alloc` with the buffer's length, can go.
@@ -674,10 +718,10 @@ impl IdleCtxt {
         // transport's sizes are constant) and listed; it is ours, and its
         // memory is not used again.
         unsafe {
-            ledger_unlist(c, nsges);
+            ledger_unlist(c);
             kfree((*c).sc_xprt_buf.cast(), buf_layout);
             kfree((*c).sc_pages.cast(), pages_layout);
-            kfree(c.cast(), ctxt_layout);
+            kfree(ledger_ptr(c).cast(), ctxt_layout);
         }
     }
 }
@@ -954,24 +998,16 @@ impl Iterator for CtxtChain {
     }
 }
 
-/// Where the ledger of `ctxt` with `nsges` SGEs is.
-fn ledger_ptr(ctxt: *mut sys::svc_rdma_send_ctxt, nsges: usize) -> *mut Ledger {
-    let offset = ledger_offset(nsges).unwrap_or(0);
-    ctxt.cast::<u8>().wrapping_add(offset).cast::<Ledger>()
-}
-
 /// Lists a new ctxt (zeroed, so `Owned`) on the list of all ctxts.
 ///
 /// # Safety
 ///
-/// `c` is a new ctxt with `nsges` SGEs that nobody else knows, not listed.
-unsafe fn ledger_list(c: *mut sys::svc_rdma_send_ctxt, nsges: usize) {
-    let l = ledger_ptr(c, nsges);
-    // SAFETY: the ledger of a new ctxt (`# Safety`): written in place
-    // before it is published under the lock.
-    unsafe { (*l).ctxt = c };
+/// `c` is a new ctxt, with its ledger, that nobody else knows, not listed.
+unsafe fn ledger_list(c: *mut sys::svc_rdma_send_ctxt) {
+    let l = ledger_ptr(c);
     let _guard = all_ctxts_lock().lock();
-    // SAFETY: the shim's list, changed only under its lock, which we hold.
+    // SAFETY: the shim's list, changed only under its lock, which we hold;
+    // the link is the new ctxt's (`# Safety`).
     unsafe { sys::list_add_tail((*l).link.get(), &raw mut sys::rs_send_ctxts_all) };
 }
 
@@ -979,13 +1015,13 @@ unsafe fn ledger_list(c: *mut sys::svc_rdma_send_ctxt, nsges: usize) {
 ///
 /// # Safety
 ///
-/// `c` was listed by [`ledger_list`] with `nsges` SGEs.
-unsafe fn ledger_unlist(c: *mut sys::svc_rdma_send_ctxt, nsges: usize) {
-    let link = ledger_ptr(c, nsges);
+/// `c` was listed by [`ledger_list`].
+unsafe fn ledger_unlist(c: *mut sys::svc_rdma_send_ctxt) {
+    let l = ledger_ptr(c);
     let _guard = all_ctxts_lock().lock();
     // SAFETY: the link is on the list (`# Safety`), which we hold the lock
     // of.
-    unsafe { sys::rs_list_del((*link).link.get()) };
+    unsafe { sys::rs_list_del((*l).link.get()) };
 }
 
 fn all_ctxts_lock() -> &'static SpinLock<()> {
@@ -994,30 +1030,92 @@ fn all_ctxts_lock() -> &'static SpinLock<()> {
     unsafe { SpinLock::from_raw(&raw mut sys::rs_send_ctxts_all_lock) }
 }
 
+/// Every listed ctxt with its ledger's state (as read, `READ_ONCE`).
+///
+/// # Safety
+///
+/// The caller holds [`all_ctxts_lock`] while it iterates. It may unlist
+/// a ctxt once it has been yielded (the walk has moved past it), nothing
+/// else.
+unsafe fn listed_ctxts() -> impl Iterator<Item = (*mut sys::svc_rdma_send_ctxt, i32)> {
+    let head = &raw mut sys::rs_send_ctxts_all;
+    // SAFETY: the list is initialised and, under its lock (`# Safety`),
+    // unchanged.
+    let mut link = unsafe { (*head).next };
+    core::iter::from_fn(move || {
+        if link == head {
+            return None;
+        }
+        // SAFETY: under the lock every entry is the link of a live ctxt's
+        // ledger (listed at allocation, unlisted before free), at the
+        // ledger's start; the successor is read before the caller may
+        // unlist the entry.
+        unsafe {
+            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
+            link = (*link).next;
+            Some((
+                ctxt_of_ledger(l),
+                core::ptr::read_volatile((*l).state.get()),
+            ))
+        }
+    })
+}
+
 /// Calls `f` with each listed ctxt of `rdma` and its state, under the
 /// lock of the list of all ctxts; `f` returns whether it takes the ctxt,
 /// which is then added to the returned chain. `f` must take only ctxts
 /// that nobody else owns (see `ctxt::reclaim_unreturned`).
 pub(crate) fn take_ctxts_of(rdma: &Rdma, mut f: impl FnMut(CtxtState) -> bool) -> CtxtChain {
     let mut taken = CtxtChain::new();
-    let head = &raw mut sys::rs_send_ctxts_all;
     let _guard = all_ctxts_lock().lock();
-    // SAFETY: the list, under its lock: every entry is the link of a live
-    // ctxt's ledger (listed at allocation, unlisted before free), whose
-    // `ctxt` was set before it was listed. A ctxt that `f` takes is one
+    // SAFETY: we hold the lock and unlist nothing. `sc_rdma` is set before
+    // a ctxt is listed and never changes. A ctxt that `f` takes is one
     // nobody owns (its contract), so it may become ours.
     unsafe {
-        let mut link = (*head).next;
-        while link != head {
-            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
-            let c = (*l).ctxt;
-            link = (*link).next;
-            if (*c).sc_rdma == rdma.as_ptr() && f((*l).state.load(Relaxed)) {
+        for (c, state) in listed_ctxts() {
+            let Some(state) = CtxtState::from_repr(state) else {
+                continue;
+            };
+            if (*c).sc_rdma == rdma.as_ptr() && f(state) {
                 taken.push(Ctxt(NonNull::new_unchecked(c)));
             }
         }
     }
     taken
+}
+
+/// What the send ctxts of every transport hold: the leak counters.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Census {
+    /// Ctxts allocated and not freed.
+    pub(crate) ctxts: i64,
+    /// Reply pages moved into ctxts and not released.
+    pub(crate) pages: i64,
+    /// Payload SGEs DMA-mapped and not unmapped.
+    pub(crate) sges: i64,
+}
+
+/// Counts what the listed ctxts hold. Counted where it is, rather than
+/// kept in counters the Send path would update per reply: a ctxt holds
+/// its pages from the move into it until its release, which zeroes its
+/// page count and SGE count ([`IdleCtxt::release_io`]); the header's SGE
+/// is not a payload mapping. A snapshot: ctxts in use change under it.
+pub(crate) fn census() -> Census {
+    let mut n = Census::default();
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: we hold the lock and unlist nothing; each listed ctxt is
+    // live, and its two counts, which their holder may be changing, are
+    // read with `READ_ONCE`'s volatile loads.
+    unsafe {
+        for (c, _) in listed_ctxts() {
+            let pages = core::ptr::read_volatile(addr_of!((*c).sc_page_count));
+            let sges = core::ptr::read_volatile(addr_of!((*c).sc_send_wr.num_sge));
+            n.ctxts = n.ctxts.saturating_add(1);
+            n.pages = n.pages.saturating_add(i64::from(pages.max(0)));
+            n.sges = n.sges.saturating_add(i64::from(sges.saturating_sub(1).max(0)));
+        }
+    }
+    n
 }
 
 #[cfg(rpcrdma_kunit)]
@@ -1026,10 +1124,8 @@ impl Ctxt {
     /// chained before its Send WR and no header buffer or pages.
     pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {
         let nsges = rdma.max_send_sges();
-        let c = kmalloc(ctxt_layout(nsges)?, true, -1)?
-            .cast::<sys::svc_rdma_send_ctxt>()
-            .as_ptr();
-        // SAFETY: a zeroed ctxt only this test knows.
+        let c = ctxt_of_ledger(kmalloc(ctxt_layout(nsges)?, true, -1)?.cast().as_ptr());
+        // SAFETY: a zeroed ctxt, with its ledger, only this test knows.
         unsafe {
             (*c).sc_rdma = rdma.as_ptr();
             sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
@@ -1045,7 +1141,7 @@ impl Ctxt {
             (*c).sc_sqecount = i32::try_from(writes.len())
                 .unwrap_or(i32::MAX)
                 .saturating_add(1);
-            ledger_list(c, nsges);
+            ledger_list(c);
         }
         Some(Self(NonNull::new(c)?))
     }
@@ -1055,21 +1151,14 @@ impl Ctxt {
     pub(crate) fn free_next_fake(rdma: &Rdma) -> bool {
         let nsges = rdma.max_send_sges();
         let mut found = null_mut();
-        let head = &raw mut sys::rs_send_ctxts_all;
         {
             let _guard = all_ctxts_lock().lock();
-            // SAFETY: the list under its lock, as in `take_ctxts_of`.
+            // SAFETY: we hold the lock; the one ctxt unlisted has been
+            // yielded already.
             unsafe {
-                let mut link = (*head).next;
-                while link != head {
-                    let l =
-                        kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
-                    if (*(*l).ctxt).sc_rdma == rdma.as_ptr() {
-                        sys::rs_list_del(link);
-                        found = (*l).ctxt;
-                        break;
-                    }
-                    link = (*link).next;
+                if let Some((c, _)) = listed_ctxts().find(|(c, _)| (**c).sc_rdma == rdma.as_ptr()) {
+                    sys::rs_list_del((*ledger_ptr(c)).link.get());
+                    found = c;
                 }
             }
         }
@@ -1079,7 +1168,7 @@ impl Ctxt {
         // SAFETY: a stand-in, unlisted; the test is over, nobody uses it.
         unsafe {
             kfree(
-                found.cast(),
+                ledger_ptr(found).cast(),
                 ctxt_layout(nsges).unwrap_or(Layout::new::<u8>()),
             )
         };
