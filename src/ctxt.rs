@@ -165,6 +165,7 @@ pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
 /// [`Ctxt::try_put`]); dropping a [`Ctxt`] does the same. Callable from the
 /// Send completion. A refused put (the ctxt is on a list already) is
 /// reported with a warning.
+#[inline]
 pub(crate) fn send_ctxt_put(ctxt: Ctxt) {
     if let Err(was) = ctxt.try_put() {
         report_refused_put(was);

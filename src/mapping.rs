@@ -16,11 +16,11 @@
 
 use crate::abstractions::device::IbDevice;
 use crate::abstractions::events;
-use crate::abstractions::recv_ctxt::Pcl;
+use crate::abstractions::recv_ctxt::{Pcl, RegionActor};
 use crate::abstractions::send_ctxt::Ctxt;
 use crate::abstractions::xdr_buf::{Fragment, XdrBuf, PAGE_SIZE_U32};
 use crate::abstractions::xprt::Rdma;
-use crate::proto::pullup::{self, Inline, Linearizer};
+use crate::proto::pullup::{self, Inline, Linearizer, PULLUP_THRESH};
 use kernel::error::{
     code::{E2BIG, EIO, EMSGSIZE},
     Error,
@@ -77,6 +77,18 @@ fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int,
     Ok(c_int::try_from(xdr.len()).unwrap_or(c_int::MAX))
 }
 
+/// The mapping actor's data (`svc_rdma_map_data`).
+struct Mapper<'a, 'c> {
+    device: &'a IbDevice,
+    ctxt: &'c mut Ctxt,
+}
+
+impl RegionActor for Mapper<'_, '_> {
+    fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
+        xb_dma_map(self.device, self.ctxt, region)
+    }
+}
+
 /// The data of the counting and copying actors (`svc_rdma_pullup_data`).
 pub(crate) struct PullupData<'a> {
     pub(crate) length: u32,
@@ -95,6 +107,7 @@ pub(crate) fn xb_count_sges(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_i
 
 /// `svc_rdma_xb_linearize`: copies one region behind what was copied
 /// before; a copy past the header buffer is `EMSGSIZE`.
+#[inline]
 pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
     let dest = pd.dest.as_mut().ok_or(EMSGSIZE)?;
     if let Some(head) = xdr.head() {
@@ -108,6 +121,25 @@ pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_in
     }
     pd.length = pd.length.saturating_add(xdr.len());
     Ok(0)
+}
+
+/// The counting actor.
+struct CountSges<'p, 'a>(&'p mut PullupData<'a>);
+
+impl RegionActor for CountSges<'_, '_> {
+    fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
+        xb_count_sges(self.0, region)
+    }
+}
+
+/// The copying actor.
+struct Linearize<'p, 'a>(&'p mut PullupData<'a>);
+
+impl RegionActor for Linearize<'_, '_> {
+    #[inline]
+    fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
+        xb_linearize(self.0, region)
+    }
 }
 
 /// Copies `frag` behind what `dest` holds; `EMSGSIZE` past its end.
@@ -124,19 +156,26 @@ fn append(dest: &mut Linearizer<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
 
 /// `svc_rdma_check_pull_up`: whether the inline part of the reply is
 /// mapped or copied behind the header, or too big for either.
+///
+/// The SGEs matter only from [`pullup::PULLUP_THRESH`] bytes on; below
+/// it the reply is always pulled up. Without result payloads the inline
+/// part is the whole reply, whose length is known, so a small reply (most
+/// are) is decided without counting its fragments, which C always does.
 fn check_pull_up(
     rdma: &Rdma,
     sctxt: &Ctxt,
     write_pcl: &Pcl,
     xdr: &XdrBuf,
 ) -> Result<Inline, Error> {
+    if !write_pcl.has_payloads() && sctxt.header_len().saturating_add(xdr.len()) < PULLUP_THRESH {
+        return Ok(Inline::PullUp);
+    }
     let mut pd = PullupData {
         length: sctxt.header_len(),
         num_sges: 1,
         dest: None,
     };
-    if write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_count_sges(&mut pd, region)) < 0
-    {
+    if write_pcl.process_nonpayloads(xdr, &mut CountSges(&mut pd)) < 0 {
         // Let the mapping path report the problem.
         return Ok(Inline::Map);
     }
@@ -161,15 +200,12 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
             .get_mut(usize::from_safe_cast(hdrlen)..)
             .map(Linearizer::new),
     };
-    let ret =
-        write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| xb_linearize(&mut pd, region));
+    let ret = write_pcl.process_nonpayloads(xdr, &mut Linearize(&mut pd));
     if ret < 0 {
         return ret;
     }
     let copied = pd.length;
-    if let Some(sge0) = sctxt.sges_mut().first_mut() {
-        sge0.length = hdrlen.saturating_add(copied);
-    }
+    sctxt.set_header_sge(hdrlen.saturating_add(copied));
     events::send_pullup(sctxt, copied);
     0
 }
@@ -201,9 +237,13 @@ pub(crate) fn map_reply_msg(
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
         Ok(Inline::Map) => {
             let device = rdma.device();
-            write_pcl.process_nonpayloads(xdr, &mut |region: &XdrBuf| {
-                xb_dma_map(device, sctxt, region)
-            })
+            write_pcl.process_nonpayloads(
+                xdr,
+                &mut Mapper {
+                    device,
+                    ctxt: sctxt,
+                },
+            )
         }
     }
 }

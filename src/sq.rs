@@ -27,6 +27,7 @@ use kernel::sync::atomic::{Full, Relaxed};
 /// thread waiting for them. The fully ordered add is the barrier the
 /// lockless `waitqueue_active` check needs (see `wait.h`), like C's
 /// `atomic_add` + `smp_mb__after_atomic`.
+#[inline]
 pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
     rdma.sq_avail().fetch_add(avail, Full);
     if rdma.send_wait().is_active() {
@@ -193,6 +194,7 @@ pub(crate) fn post_send_err(
 pub(crate) struct WcSend;
 
 impl SendCompletion for WcSend {
+    #[inline]
     fn complete(wc: &SendWc, ctxt: Ctxt) {
         // The ctxt's transport (C reads the CQ's context, the same
         // transport). It outlives its completions because svc_rdma_free

@@ -186,50 +186,72 @@ impl Pcl {
         self.chunks().map(Chunk::as_write_chunk)
     }
 
-    /// `pcl_process_nonpayloads`: calls `actor` on each region of `xdr`
-    /// that lies outside the payloads placed in this list's chunks, in
-    /// order, until it fails. Returns the last actor's result (≥ 0) or the
-    /// first failure's negative errno.
+    /// Whether the reply has result payloads in this list's chunks: the
+    /// first chunk was used (`pcl_process_nonpayloads`' own first test;
+    /// payloads fill the chunks in order).
+    pub(crate) fn has_payloads(&self) -> bool {
+        self.chunks()
+            .next()
+            .is_some_and(|c| c.raw().ch_payload_length != 0)
+    }
+
+    /// `pcl_process_nonpayloads`: hands `actor` each region of `xdr` that
+    /// lies outside the payloads placed in this list's chunks, in order,
+    /// until it fails. Returns the last region's result (≥ 0) or the first
+    /// failure's negative errno.
     ///
-    /// Without result payloads (no Write chunk, or the first one unused:
-    /// every reply but READ's) the one region is the whole reply, and the
-    /// actor is called here directly, as the C function's own first test
-    /// does; only replies with payloads go through C's region cutting.
-    pub(crate) fn process_nonpayloads<F>(&self, xdr: &XdrBuf, actor: &mut F) -> c_int
-    where
-        F: FnMut(&XdrBuf) -> Result<c_int, Error>,
-    {
-        if self.chunks().next().map_or(true, |c| c.raw().ch_payload_length == 0) {
-            return actor(xdr).unwrap_or_else(|e| e.to_errno());
+    /// Without result payloads (every reply but READ's) the one region is
+    /// the whole reply, and the actor is called here, inline, as the C
+    /// function's first test would; only replies with payloads go through
+    /// C's region cutting.
+    #[inline]
+    pub(crate) fn process_nonpayloads<A: RegionActor>(&self, xdr: &XdrBuf, actor: &mut A) -> c_int {
+        if !self.has_payloads() {
+            return actor.region(xdr).unwrap_or_else(|e| e.to_errno());
         }
-        /// The C actor: calls the closure `data` points to.
+        self.process_payload_regions(xdr, actor)
+    }
+
+    /// [`Self::process_nonpayloads`] by the C function, which cuts the
+    /// regions between the payloads.
+    #[inline(never)]
+    fn process_payload_regions<A: RegionActor>(&self, xdr: &XdrBuf, actor: &mut A) -> c_int {
+        /// The C actor: hands the region to the Rust actor `data` points to.
         ///
         /// # Safety
         ///
-        /// `data` is the `F` given to `pcl_process_nonpayloads` below and
+        /// `data` is the `A` given to `pcl_process_nonpayloads` below and
         /// `region` a region of its reply, valid for the call.
-        unsafe extern "C" fn trampoline<F>(region: *const sys::xdr_buf, data: *mut c_void) -> c_int
-        where
-            F: FnMut(&XdrBuf) -> Result<c_int, Error>,
-        {
-            // SAFETY: `data` is our `&mut F`, lent for the duration of the
+        unsafe extern "C" fn trampoline<A: RegionActor>(
+            region: *const sys::xdr_buf,
+            data: *mut c_void,
+        ) -> c_int {
+            // SAFETY: `data` is our `&mut A`, lent for the duration of the
             // C call (`# Safety`).
-            let actor = unsafe { &mut *data.cast::<F>() };
+            let actor = unsafe { &mut *data.cast::<A>() };
             // SAFETY: a region of the reply, valid for this call.
             let region = unsafe { XdrBuf::from_raw(region) };
-            actor(region).unwrap_or_else(|e| e.to_errno())
+            actor.region(region).unwrap_or_else(|e| e.to_errno())
         }
         // SAFETY: the list and the reply are valid for the call; `actor`
-        // outlives it and is what `trampoline::<F>` expects.
+        // outlives it and is what `trampoline::<A>` expects.
         unsafe {
             sys::pcl_process_nonpayloads(
                 self.as_ptr(),
                 xdr.as_ptr(),
-                Some(trampoline::<F>),
+                Some(trampoline::<A>),
                 core::ptr::from_mut(actor).cast(),
             )
         }
     }
+}
+
+/// What [`Pcl::process_nonpayloads`] hands each region to: the actor and
+/// its data of `pcl_process_nonpayloads`, as one typed value.
+pub(crate) trait RegionActor {
+    /// Processes one region of the reply: a non-negative result, or an
+    /// error that stops the walk.
+    fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error>;
 }
 
 /// One chunk of a parsed chunk list.

@@ -166,8 +166,9 @@ unsafe fn kfree(ptr: *mut u8, layout: Layout) {
 /// - The holder has exclusive access: the ctxt is on no list, and no CPU
 ///   code but the holder's touches it. (After a partial post, Writes of
 ///   its chain may still be read by the device; see `sq.rs`.)
-/// - SGEs `1..num_sge` hold payload mappings not yet undone; SGE 0 holds
-///   the header buffer's mapping, made at allocation.
+/// - It has at least one SGE. SGEs `1..num_sge` hold payload mappings not
+///   yet undone; SGE 0 holds the header buffer's mapping, made at
+///   allocation.
 pub(crate) struct Ctxt(NonNull<sys::svc_rdma_send_ctxt>);
 
 // SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
@@ -221,6 +222,10 @@ impl Ctxt {
         let nsges = rdma.max_send_sges();
         let npages = rdma.serv_maxpages();
         let buf_len = rdma.max_req_size();
+        if nsges == 0 {
+            // No SGE for the header: the transport cannot send at all.
+            return None;
+        }
         let (ctxt_layout, pages_layout, buf_layout) = layouts(rdma)?;
 
         let base = kmalloc(ctxt_layout, true, node);
@@ -361,11 +366,21 @@ impl Ctxt {
         usize::try_from(self.raw().sc_send_wr.num_sge).unwrap_or(0)
     }
 
-    /// Starts the SGE list with the header alone, `hdr_len` bytes.
+    /// SGE 0, the header's.
+    fn header_sge(&self) -> &sys::ib_sge {
+        // SAFETY: every ctxt has at least one SGE (type invariant).
+        unsafe { &*addr_of!((*self.as_ptr()).sc_sges).cast::<sys::ib_sge>() }
+    }
+
+    /// Starts the SGE list with the header alone, `hdr_len` bytes (with a
+    /// pulled-up reply, the reply behind it too).
     pub(crate) fn set_header_sge(&mut self, hdr_len: u32) {
-        self.raw_mut().sc_send_wr.num_sge = 1;
-        if let Some(sge0) = self.sges_mut().first_mut() {
-            sge0.length = hdr_len;
+        let p = self.as_ptr();
+        // SAFETY: exclusively ours, and it has at least one SGE (type
+        // invariant).
+        unsafe {
+            (*p).sc_send_wr.num_sge = 1;
+            (*addr_of_mut!((*p).sc_sges).cast::<sys::ib_sge>()).length = hdr_len;
         }
     }
 
@@ -494,9 +509,7 @@ impl Ctxt {
 
     /// Makes the header SGE's CPU writes visible to the device.
     pub(crate) fn sync_header_for_device(&self) {
-        let Some(sge0) = self.sges().first() else {
-            return;
-        };
+        let sge0 = self.header_sge();
         self.rdma().device().sync_for_device(sge0.addr, sge0.length);
     }
 
@@ -525,6 +538,7 @@ impl Ctxt {
     /// A ctxt that is neither owned nor posted (a second put of the same
     /// ctxt) is refused, its state returned and nothing touched: queueing
     /// it again would corrupt the list it is on.
+    #[inline]
     pub(crate) fn try_put(self) -> Result<(), CtxtState> {
         let c = ManuallyDrop::new(self).0;
         // SAFETY: we owned the ctxt and give it up here.
@@ -536,6 +550,7 @@ impl Ctxt {
     /// # Safety
     ///
     /// `c` is a ctxt as the type invariant says, whose owner gives it up.
+    #[inline]
     unsafe fn queue_for_release(c: NonNull<sys::svc_rdma_send_ctxt>) -> Result<(), CtxtState> {
         // The ctxt is given away below: only its methods are used, never
         // its drop.
@@ -616,7 +631,9 @@ impl Ctxt {
 impl Drop for Ctxt {
     /// Puts the ctxt ([`Ctxt::try_put`]), so that every early return of
     /// the Send path releases the reply's resources. A refused put is
-    /// reported once with a warning.
+    /// reported once with a warning. Out of line: it ends every early
+    /// return, and the hot put (the Send completion's) has its own copy.
+    #[inline(never)]
     fn drop(&mut self) {
         // SAFETY: the ctxt is ours and `drop` gives it up.
         if let Err(was) = unsafe { Self::queue_for_release(self.0) } {
@@ -670,11 +687,19 @@ impl IdleCtxt {
         let ctxt = &mut self.0;
         let rdma = ctxt.rdma().as_ptr();
         let p = ctxt.as_ptr();
+        // The two releases of `svc_rdma_rw.c` do nothing for a ctxt without
+        // Write chunk infos or Reply chunk WRs (their own first tests, which
+        // most replies meet): they are called only when there is work.
         // SAFETY: nothing of the chain is in flight (type invariant), so
-        // the chunks' R/W contexts are idle.
+        // the chunks' R/W contexts are idle; the list is the ctxt's own.
         unsafe {
-            sys::svc_rdma_write_chunk_release(rdma, p);
-            sys::svc_rdma_reply_chunk_release(rdma, p);
+            let infos = addr_of_mut!((*p).sc_write_info_list);
+            if (*infos).next != infos {
+                sys::svc_rdma_write_chunk_release(rdma, p);
+            }
+            if (*p).sc_reply_info.wi_cc.cc_sqecount != 0 {
+                sys::svc_rdma_reply_chunk_release(rdma, p);
+            }
         }
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
@@ -709,7 +734,7 @@ impl IdleCtxt {
         let Some((ctxt_layout, pages_layout, buf_layout)) = layouts(ctxt.rdma()) else {
             return;
         };
-        let sge0 = ctxt.sges().first().map_or(0, |s| s.addr);
+        let sge0 = ctxt.header_sge().addr;
         // SAFETY: nothing of the ctxt is in flight (type invariant), so its
         // header mapping, made by `alloc` with the buffer's length, can go.
         unsafe { ctxt.rdma().device().unmap_single(sge0, buf_layout.size()) };
@@ -924,8 +949,14 @@ impl CtxtList {
         unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }
     }
 
-    /// `llist_del_all`: takes every ctxt on the list.
+    /// `llist_del_all`: takes every ctxt on the list. An empty list (as
+    /// most drains find it) is seen with `llist_empty`'s one load, without
+    /// the exchange.
     pub(crate) fn take_all(&self) -> CtxtChain {
+        // SAFETY: an initialised list: its `first`, read as `READ_ONCE`.
+        if unsafe { core::ptr::read_volatile(addr_of!((*self.0.get()).first)) }.is_null() {
+            return CtxtChain::new();
+        }
         // SAFETY: an initialised list; what it returns is ours.
         CtxtChain(unsafe { sys::rs_llist_del_all(self.0.get()) })
     }
@@ -1124,6 +1155,9 @@ impl Ctxt {
     /// chained before its Send WR and no header buffer or pages.
     pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {
         let nsges = rdma.max_send_sges();
+        if nsges == 0 {
+            return None;
+        }
         let c = ctxt_of_ledger(kmalloc(ctxt_layout(nsges)?, true, -1)?.cast().as_ptr());
         // SAFETY: a zeroed ctxt, with its ledger, only this test knows.
         unsafe {
