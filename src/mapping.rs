@@ -84,6 +84,7 @@ struct Mapper<'a, 'c> {
 }
 
 impl RegionActor for Mapper<'_, '_> {
+    #[inline(never)]
     fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
         xb_dma_map(self.device, self.ctxt, region)
     }
@@ -127,6 +128,7 @@ pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_in
 struct CountSges<'p, 'a>(&'p mut PullupData<'a>);
 
 impl RegionActor for CountSges<'_, '_> {
+    #[inline(never)]
     fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
         xb_count_sges(self.0, region)
     }

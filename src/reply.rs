@@ -155,6 +155,13 @@ fn encode_reply_header(
         credits: u32::from_be(rdma.fc_credits_be()),
     };
     let (write_pcl, reply_chunk) = rctxt.lists_for_reply();
+    if reply_chunk.is_none() && write_pcl.is_empty() {
+        let mut w = XdrWriter::new(sctxt.header_buf());
+        let r = encode::encode_no_chunks(&mut w, &hdr);
+        let len = w.len();
+        sctxt.commit_header(len);
+        return r.map(|_| ()).map_err(errno);
+    }
     let proc_ = if reply_chunk.is_some() {
         Proc::NoMsg
     } else {

@@ -16,7 +16,9 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::abstractions::events;
-use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendCompletion, SendWc};
+use crate::abstractions::send_ctxt::{
+    Ctxt, PostFailure, PostFn, SendCompletion, SendWc, SentCtxt,
+};
 use crate::abstractions::xprt::{count_sq_starved, Rdma};
 use crate::ctxt;
 use crate::sys;
@@ -139,11 +141,21 @@ impl Drop for SqTicket<'_> {
 /// `svc_rdma_sq_wait`: reserves `sqecount` SQ entries, queueing fairly
 /// (first come, first served) behind other waiters when the SQ is full.
 /// Fails with `ENOTCONN` when the connection closes while waiting.
+///
+/// The reservation that succeeds at once (nearly every one) is inline in
+/// the caller; the wait line is out of line.
+#[inline]
 pub(crate) fn sq_wait(rdma: &Rdma, cid: &sys::rpc_rdma_cid, sqecount: i32) -> Result<(), Error> {
     if sq_reserve(rdma, sqecount) {
         return Ok(());
     }
+    sq_wait_in_line(rdma, cid, sqecount)
+}
 
+/// The slow half of [`sq_wait`]: takes a ticket and waits its turn, then
+/// for free entries.
+#[inline(never)]
+fn sq_wait_in_line(rdma: &Rdma, cid: &sys::rpc_rdma_cid, sqecount: i32) -> Result<(), Error> {
     let ticket = SqTicket::take(rdma);
     count_sq_starved();
     events::sq_full(rdma, cid);
@@ -195,7 +207,8 @@ pub(crate) struct WcSend;
 
 impl SendCompletion for WcSend {
     #[inline]
-    fn complete(wc: &SendWc, ctxt: Ctxt) {
+    fn complete(wc: &SendWc, sent: SentCtxt) {
+        let ctxt = sent.ctxt();
         // The ctxt's transport (C reads the CQ's context, the same
         // transport). It outlives its completions because svc_rdma_free
         // drains the QP first (module docs).
@@ -205,7 +218,7 @@ impl SendCompletion for WcSend {
         let status = wc.status();
         if status == sys::ib_wc_status_IB_WC_SUCCESS {
             events::wc_send(ctxt.cid());
-            ctxt::send_ctxt_put(ctxt);
+            sent.put();
             return;
         }
         if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
@@ -214,7 +227,7 @@ impl SendCompletion for WcSend {
             events::wc_send_flush(wc, ctxt.cid());
         }
         rdma.deferred_close();
-        ctxt::send_ctxt_put(ctxt);
+        sent.put();
     }
 }
 

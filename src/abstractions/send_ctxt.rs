@@ -563,8 +563,18 @@ impl Ctxt {
             // A value no state has reads as the state nothing may put.
             return Err(CtxtState::from_repr(was).unwrap_or(CtxtState::Free));
         }
+        ManuallyDrop::into_inner(this).queue_unchecked();
+        Ok(())
+    }
+
+    /// Queues the ctxt for release (the work of a put once its state
+    /// allows it): marks it queued, adds it to its transport's release
+    /// list, and enqueues the transport on the empty→non-empty transition.
+    #[inline]
+    fn queue_unchecked(self) {
+        let this = ManuallyDrop::new(self);
         // SAFETY: as the holder that puts it, we write the state word.
-        unsafe { core::ptr::write_volatile(state, CtxtState::Queued as i32) };
+        unsafe { core::ptr::write_volatile(this.state_ptr(), CtxtState::Queued as i32) };
         let rdma = this.raw().sc_rdma;
         // SAFETY: the transport outlives its ctxts (type invariant), and
         // the caller's context keeps it alive for this call (a request, or
@@ -574,7 +584,6 @@ impl Ctxt {
         if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) {
             rdma.set_data_and_enqueue();
         }
-        Ok(())
     }
 
     /// Posts the WR chain with `post` (`ib_post_send` or a stand-in), the
@@ -820,7 +829,30 @@ impl Rdma {
 pub(crate) trait SendCompletion {
     /// Called from the Send CQ's polling context with the work completion
     /// and the ctxt, which belongs to the handler from here on.
-    fn complete(wc: &SendWc, ctxt: Ctxt);
+    fn complete(wc: &SendWc, ctxt: SentCtxt);
+}
+
+/// A ctxt whose Send completed, handed to its [`SendCompletion`].
+///
+/// # Invariants
+///
+/// The ctxt's WR chain was posted by [`Ctxt::post`] and its Send has
+/// completed: its state is [`CtxtState::Posted`], and nothing but this
+/// handle holds it.
+pub(crate) struct SentCtxt(Ctxt);
+
+impl SentCtxt {
+    /// The ctxt.
+    pub(crate) fn ctxt(&self) -> &Ctxt {
+        &self.0
+    }
+
+    /// `svc_rdma_send_ctxt_put` of the completion: the put a posted ctxt
+    /// is owed, without [`Ctxt::try_put`]'s check (its state is known).
+    #[inline]
+    pub(crate) fn put(self) {
+        self.0.queue_unchecked();
+    }
 }
 
 /// The `ib_cqe.done` of a posted ctxt: hands its completion, and the ctxt,
@@ -836,7 +868,7 @@ unsafe extern "C" fn send_done<H: SendCompletion>(_cq: *mut sys::ib_cq, wc: *mut
     let wc = unsafe { SendWc::from_raw(wc) };
     // SAFETY: the completion of a Send that `Ctxt::post` posted, delivered
     // once (`# Safety`): the ctxt is the handler's now.
-    let ctxt = unsafe { wc.take_ctxt() };
+    let ctxt = SentCtxt(unsafe { wc.take_ctxt() });
     H::complete(wc, ctxt);
 }
 
@@ -1131,6 +1163,7 @@ pub(crate) struct Census {
 /// its pages from the move into it until its release, which zeroes its
 /// page count and SGE count ([`IdleCtxt::release_io`]); the header's SGE
 /// is not a payload mapping. A snapshot: ctxts in use change under it.
+#[inline(never)]
 pub(crate) fn census() -> Census {
     let mut n = Census::default();
     let _guard = all_ctxts_lock().lock();

@@ -53,6 +53,17 @@ pub(crate) fn encode_fixed(
     Ok(FIXED_HDR_LEN)
 }
 
+/// The header of a reply without chunks (no Write chunk, no Reply chunk:
+/// most replies): xid, vers, credits, RDMA_MSG, and three "absent" words
+/// for the Read list, the Write list and the Reply chunk, in one
+/// reservation. The same 28 bytes as [`encode_fixed`], [`encode_read_list`],
+/// [`encode_write_list`] of no chunks and [`encode_reply_chunk`] of none
+/// (test vector V1); all or nothing is written.
+pub(crate) fn encode_no_chunks(w: &mut XdrWriter<'_>, hdr: &FixedHeader) -> Result<usize, Error> {
+    w.put_words(&[hdr.xid, hdr.vers, hdr.credits, Proc::Msg as u32, 0, 0, 0])?;
+    Ok(FIXED_HDR_LEN + 12)
+}
+
 /// `svc_rdma_encode_read_list`: a version 1 reply never carries a Read
 /// list, so this is one "absent" word.
 pub(crate) fn encode_read_list(w: &mut XdrWriter<'_>) -> Result<usize, Error> {
