@@ -215,7 +215,10 @@ impl Ctxt {
     /// `svc_rdma_send_ctxt_alloc`: a new ctxt on the device's NUMA node,
     /// with its header buffer DMA-mapped as SGE 0, every SGE's lkey set,
     /// its Send WR pre-wired, and listed in the ledger. `None` when memory
-    /// or the mapping cannot be had.
+    /// or the mapping cannot be had. Out of line and cold: a transport
+    /// allocates its ctxts once, when its pool grows.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn alloc(rdma: &Rdma) -> Option<Self> {
         let device = rdma.device();
         let node = device.numa_node();
@@ -981,12 +984,18 @@ impl CtxtList {
         unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }
     }
 
+    /// `llist_empty`: whether the list is empty (one load, `READ_ONCE`).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        // SAFETY: an initialised list: its `first`, read as `READ_ONCE`.
+        unsafe { core::ptr::read_volatile(addr_of!((*self.0.get()).first)) }.is_null()
+    }
+
     /// `llist_del_all`: takes every ctxt on the list. An empty list (as
     /// most drains find it) is seen with `llist_empty`'s one load, without
     /// the exchange.
     pub(crate) fn take_all(&self) -> CtxtChain {
-        // SAFETY: an initialised list: its `first`, read as `READ_ONCE`.
-        if unsafe { core::ptr::read_volatile(addr_of!((*self.0.get()).first)) }.is_null() {
+        if self.is_empty() {
             return CtxtChain::new();
         }
         // SAFETY: an initialised list; what it returns is ours.
