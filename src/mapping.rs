@@ -35,9 +35,6 @@ use kernel::num::casts::FromSafeCast;
 /// `device` is the transport's, read once per reply by the caller.
 fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
     let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
-    if sge_no >= ctxt.sges().len() {
-        return Err(EIO);
-    }
     let len = frag.len();
     let mapping = match frag.dma_map(device) {
         Ok(m) => m,
@@ -55,6 +52,8 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
     }
     events::dma_map_page(ctxt.cid(), mapping.addr(), len);
     // Counted in `num_sge` only once mapped: release undoes exactly these.
+    // Past the SGE array (which the SGE count ruled out) the mapping comes
+    // back and is undone by its drop.
     ctxt.add_payload_sge(sge_no, mapping).map_err(|_| EIO)
 
 }

@@ -93,7 +93,10 @@ pub(crate) fn encode_write_segment(
 
 /// Called for each segment encoded, with its index, the segment and the
 /// length written for it: the kernel fires `svcrdma_encode_wseg` from it.
-pub(crate) type SegmentTrace<'t> = &'t mut dyn FnMut(u32, &Segment, u32);
+/// A type parameter, not a `dyn`: the kernel's closure is a static-key test
+/// that must stay inline, as C's tracepoint is.
+pub(crate) trait SegmentTrace: FnMut(u32, &Segment, u32) {}
+impl<T: FnMut(u32, &Segment, u32)> SegmentTrace for T {}
 
 /// `svc_rdma_encode_write_chunk`: "present", the segment count, then every
 /// segment. Segments after the payload ran out are still sent, with length
@@ -111,7 +114,7 @@ pub(crate) fn encode_write_chunk(
 pub(crate) fn encode_write_chunk_traced(
     w: &mut XdrWriter<'_>,
     chunk: &WriteChunk<'_>,
-    trace: SegmentTrace<'_>,
+    trace: &mut impl SegmentTrace,
 ) -> Result<usize, Error> {
     let segcount = u32::try_from(chunk.segments.len()).map_err(|_| Error::MsgSize)?;
     // Two reservations, as in C: "present" stays written if the count fails.
@@ -149,7 +152,7 @@ pub(crate) fn encode_write_list<'a>(
 pub(crate) fn encode_write_list_traced<'a>(
     w: &mut XdrWriter<'_>,
     chunks: impl IntoIterator<Item = WriteChunk<'a>>,
-    trace: SegmentTrace<'_>,
+    trace: &mut impl SegmentTrace,
 ) -> Result<usize, Error> {
     let mut len = 0usize;
     for chunk in chunks {
@@ -207,7 +210,7 @@ pub(crate) fn encode_reply_chunk_traced(
     w: &mut XdrWriter<'_>,
     reply: Option<ReplyChunk<'_>>,
     length: u32,
-    trace: SegmentTrace<'_>,
+    trace: &mut impl SegmentTrace,
 ) -> Result<usize, Error> {
     let Some(chunk) = reply else {
         w.put_u32(0)?;

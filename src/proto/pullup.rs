@@ -58,9 +58,18 @@ pub(crate) struct XdrShape {
 /// one for a non-empty head, one per page fragment, one for a non-empty
 /// tail.
 pub(crate) fn xb_count_sges(x: &XdrShape, page_size: u32) -> u32 {
-    // Not `count()`: it inherits the kernel's overflow checks (a panic path).
-    let frags =
-        page_fragments(x.page_base, x.page_len, page_size).fold(0u32, |n, _| n.saturating_add(1));
+    // The fragments of `page_fragments`, counted without walking them: the
+    // pages that bytes `offset..offset + page_len` touch (64-bit, so the
+    // sum cannot overflow; a page size of 0 counts none).
+    let frags = if x.page_len == 0 || page_size == 0 {
+        0
+    } else {
+        let ps = u64::from(page_size);
+        let offset = u64::from(x.page_base % page_size);
+        // Each term is below 2^32: the sum fits in 64 bits.
+        let end = offset.wrapping_add(u64::from(x.page_len)).wrapping_add(ps - 1);
+        u32::try_from(end / ps).unwrap_or(u32::MAX)
+    };
     frags
         .saturating_add(u32::from(x.head_len != 0))
         .saturating_add(u32::from(x.tail_len != 0))
