@@ -55,7 +55,6 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
     // Past the SGE array (which the SGE count ruled out) the mapping comes
     // back and is undone by its drop.
     ctxt.add_payload_sge(sge_no, mapping).map_err(|_| EIO)
-
 }
 
 /// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region

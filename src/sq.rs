@@ -16,9 +16,7 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::abstractions::events;
-use crate::abstractions::send_ctxt::{
-    Ctxt, PostFailure, PostFn, SendCompletion, SendWc, SentCtxt,
-};
+use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendCompletion, SendWc, SentCtxt};
 use crate::abstractions::xprt::{count_sq_starved, Rdma};
 use crate::ctxt;
 use crate::sys;

@@ -695,7 +695,10 @@ impl IdleCtxt {
     /// `trace_unmap`), the reply pages. SGE 0, the header, stays mapped.
     /// The SGE and page counts are zeroed, so that the ctxt holds nothing
     /// in the [`census`].
-    pub(crate) fn release_io(&mut self, mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge)) {
+    pub(crate) fn release_io(
+        &mut self,
+        mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge),
+    ) {
         let ctxt = &mut self.0;
         let rdma = ctxt.rdma().as_ptr();
         let p = ctxt.as_ptr();
@@ -1185,7 +1188,9 @@ pub(crate) fn census() -> Census {
             let sges = core::ptr::read_volatile(addr_of!((*c).sc_send_wr.num_sge));
             n.ctxts = n.ctxts.saturating_add(1);
             n.pages = n.pages.saturating_add(i64::from(pages.max(0)));
-            n.sges = n.sges.saturating_add(i64::from(sges.saturating_sub(1).max(0)));
+            n.sges = n
+                .sges
+                .saturating_add(i64::from(sges.saturating_sub(1).max(0)));
         }
     }
     n

@@ -67,7 +67,9 @@ pub(crate) fn xb_count_sges(x: &XdrShape, page_size: u32) -> u32 {
         let ps = u64::from(page_size);
         let offset = u64::from(x.page_base % page_size);
         // Each term is below 2^32: the sum fits in 64 bits.
-        let end = offset.wrapping_add(u64::from(x.page_len)).wrapping_add(ps - 1);
+        let end = offset
+            .wrapping_add(u64::from(x.page_len))
+            .wrapping_add(ps - 1);
         u32::try_from(end / ps).unwrap_or(u32::MAX)
     };
     frags

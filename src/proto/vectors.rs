@@ -71,13 +71,22 @@ pub(crate) fn v1_msg_no_chunks() -> Outcome {
     // The one-reservation encoder of the same header: the same bytes.
     let mut buf2 = [0u8; 64];
     let mut w2 = XdrWriter::new(&mut buf2);
-    check!(encode_no_chunks(&mut w2, &HDR) == Ok(28), "V1 encode_no_chunks return");
+    check!(
+        encode_no_chunks(&mut w2, &HDR) == Ok(28),
+        "V1 encode_no_chunks return"
+    );
     check!(w2.written() == w.written(), "V1 encode_no_chunks bytes");
     // Too small a buffer: an error, and nothing written.
     let mut small = [0u8; 27];
     let mut w3 = XdrWriter::new(&mut small);
-    check!(encode_no_chunks(&mut w3, &HDR) == Err(Error::MsgSize), "V1 encode_no_chunks overflow");
-    check!(w3.len() == 0 && small == [0u8; 27], "V1 encode_no_chunks wrote on overflow");
+    check!(
+        encode_no_chunks(&mut w3, &HDR) == Err(Error::MsgSize),
+        "V1 encode_no_chunks overflow"
+    );
+    check!(
+        w3.len() == 0 && small == [0u8; 27],
+        "V1 encode_no_chunks wrote on overflow"
+    );
     Ok(())
 }
 
