@@ -173,11 +173,6 @@ void *rs_page_address(struct page *page)
 	return page_address(page);
 }
 
-struct page *rs_virt_to_page(const void *addr)
-{
-	return virt_to_page(addr);
-}
-
 /* Verbs */
 
 int rs_ibdev_to_node(struct ib_device *dev)
@@ -200,14 +195,25 @@ void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len)
 	ib_dma_unmap_single(dev, addr, len, DMA_TO_DEVICE);
 }
 
-int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
-		       unsigned long offset, size_t len, u64 *addr)
+/*
+ * The address, or DMA_MAPPING_ERROR if the mapping failed: the value
+ * dma_map_page() returns then, which no mapping has (the Rust side tests
+ * for U64_MAX, checked here).
+ */
+static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
+
+u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+		       unsigned long offset, size_t len)
 {
 	u64 a = ib_dma_map_page(dev, page, offset, len, DMA_TO_DEVICE);
 
-	/* Also on failure: the error cookie is what the tracepoint reports. */
-	*addr = a;
-	return ib_dma_mapping_error(dev, a) ? -EIO : 0;
+	return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
+}
+
+/* The same for lowmem (a kvec), through its page: unmapping is per page. */
+u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len)
+{
+	return rs_ib_dma_map_page(dev, virt_to_page(addr), offset_in_page(addr), len);
 }
 
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)

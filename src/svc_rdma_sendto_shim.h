@@ -78,14 +78,14 @@ void rs_release_pages(struct page **pages, int nr);
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
 
 void *rs_page_address(struct page *page);
-struct page *rs_virt_to_page(const void *addr);
 
 /* Verbs: the ib_dma_* helpers handle devices without DMA (rxe, siw) */
 int rs_ibdev_to_node(struct ib_device *dev);
 int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr);
 void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len);
-int rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
-		       unsigned long offset, size_t len, u64 *addr);
+u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+		       unsigned long offset, size_t len);
+u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len);
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
 void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len);
 /*

@@ -86,19 +86,48 @@ impl IbDevice {
         offset: u32,
         len: u32,
     ) -> Result<DmaMapping<'_>, u64> {
-        let mut addr = 0u64;
         // SAFETY: `page` holds the bytes (`# Safety`); the device is
         // registered.
-        let rc = unsafe {
+        let addr = unsafe {
             sys::rs_ib_dma_map_page(
                 self.as_ptr(),
                 page.as_ptr(),
-                kernel::ffi::c_ulong::try_from(offset).unwrap_or(kernel::ffi::c_ulong::MAX),
+                kernel::ffi::c_ulong::from_safe_cast(offset),
                 usize::from_safe_cast(len),
-                &mut addr,
             )
         };
-        if rc != 0 {
+        self.mapping(addr, len)
+    }
+
+    /// Maps `len` bytes of lowmem at `addr` for sending, as a page
+    /// mapping (through its page: unmapping is per page). On failure the
+    /// error cookie is given back.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + len` is lowmem (the direct map) that stays allocated
+    /// until the mapping is undone.
+    pub(crate) unsafe fn map_virt(
+        &self,
+        addr: NonNull<u8>,
+        len: u32,
+    ) -> Result<DmaMapping<'_>, u64> {
+        // SAFETY: the bytes are lowmem (`# Safety`), where `virt_to_page` is
+        // valid; the device is registered.
+        let addr = unsafe {
+            sys::rs_ib_dma_map_virt(
+                self.as_ptr(),
+                addr.as_ptr().cast(),
+                usize::from_safe_cast(len),
+            )
+        };
+        self.mapping(addr, len)
+    }
+
+    /// The page mapping the shim returned: `DMA_MAPPING_ERROR` (all ones,
+    /// checked by the shim) is a failure, given back as its cookie.
+    fn mapping(&self, addr: u64, len: u32) -> Result<DmaMapping<'_>, u64> {
+        if addr == u64::MAX {
             return Err(addr);
         }
         Ok(DmaMapping {

@@ -139,23 +139,15 @@ impl Fragment<'_> {
     /// the Send path unmaps per page. The error is the cookie of the failed
     /// mapping.
     pub(crate) fn dma_map<'d>(&self, device: &'d IbDevice) -> Result<DmaMapping<'d>, u64> {
-        let (page, offset) = match self.at {
-            At::Page(page) => (page, self.offset),
-            At::Virt(base) => {
-                let offset = base.as_ptr().addr() & (PAGE_SIZE - 1);
-                // SAFETY: a kvec of the buffer lies in the direct map (type
-                // invariant), where `virt_to_page` is valid.
-                let page = unsafe { sys::rs_virt_to_page(base.as_ptr().cast()) };
-                (
-                    NonNull::new(page).ok_or(0u64)?,
-                    u32::try_from(offset).unwrap_or(0),
-                )
-            }
-        };
-        // SAFETY: the page holds the fragment's bytes (type invariant) and
-        // the reply keeps them until the mapping's owner, the send ctxt,
-        // is released.
-        unsafe { device.map_page(page, offset, self.len) }
+        match self.at {
+            // SAFETY: the page holds the fragment's bytes (type invariant)
+            // and the reply keeps them until the mapping's owner, the send
+            // ctxt, is released.
+            At::Page(page) => unsafe { device.map_page(page, self.offset, self.len) },
+            // SAFETY: a kvec of the buffer lies in the direct map (type
+            // invariant), kept as the page above is.
+            At::Virt(base) => unsafe { device.map_virt(base, self.len) },
+        }
     }
 
     /// Copies the fragment to the start of `to`, which must be at least
