@@ -89,12 +89,20 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
 }
 
 /// `svc_rdma_send_ctxt_release`: unmaps, releases the reply's pages, and
-/// returns the ctxt to the free list.
-fn send_ctxt_release(rdma: &Rdma, mut ctxt: IdleCtxt) {
+/// returns the ctxt to the free list. Inline in the drain, which releases
+/// a ctxt per reply; teardown's callers share [`send_ctxt_release`].
+#[inline(always)]
+fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt) {
     ctxt.release_io(events::dma_unmap_page);
     let ctxt = ctxt.into_ctxt();
     ctxt.set_state(CtxtState::Free);
     rdma.free_ctxts().push(ctxt);
+}
+
+/// [`release_to_pool`], out of line, for transport teardown.
+#[inline(never)]
+fn send_ctxt_release(rdma: &Rdma, ctxt: IdleCtxt) {
+    release_to_pool(rdma, ctxt);
 }
 
 /// `svc_rdma_send_ctxts_drain`: releases every ctxt whose Send completed.
@@ -114,7 +122,7 @@ pub(crate) fn send_ctxts_drain(rdma: &Rdma) {
 #[inline(never)]
 fn release_completed(rdma: &Rdma) {
     for ctxt in rdma.take_released_ctxts() {
-        send_ctxt_release(rdma, ctxt);
+        release_to_pool(rdma, ctxt);
     }
 }
 

@@ -695,6 +695,7 @@ impl IdleCtxt {
     /// `trace_unmap`), the reply pages. SGE 0, the header, stays mapped.
     /// The SGE and page counts are zeroed, so that the ctxt holds nothing
     /// in the [`census`].
+    #[inline(always)]
     pub(crate) fn release_io(
         &mut self,
         mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge),
