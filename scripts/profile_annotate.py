@@ -13,7 +13,6 @@ names). Symbols of the kernel (rust_helper_*) are shown without
 disassembly. For finding what to make cheaper; it asserts nothing.
 """
 
-import bisect
 import os
 import re
 import subprocess
@@ -66,20 +65,9 @@ def main():
     if window is None:
         sys.exit(f"no window {flavour} {cls} {vers} in {run}")
     table = pr.read_syms(os.path.join(run, f"kallsyms-{flavour}.txt"))
-    starts = [s[0] for s in table]
     names = pr.sendpath_names(build, flavour)
     counts, _ = pr.window_counts(os.path.join(run, f"insn.{window}"))
-    replies = 0
-    per_insn = {}
-    for addr, c in counts.items():
-        i = bisect.bisect_right(starts, addr) - 1
-        if i < 0:
-            continue
-        start, name, mod = table[i]
-        if pr.COMPLETION[flavour].search(name) and mod == "rpcrdma" and addr - start < 16:
-            replies = max(replies, c)
-        if pr.is_sendpath(flavour, names, name, mod):
-            per_insn.setdefault(name, {})[addr - start] = c
+    per_insn, replies = pr.attribute(counts, table, flavour, names)
     if not replies:
         sys.exit("no replies counted")
     funcs = disassembly(ko) if pattern else {}

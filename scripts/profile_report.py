@@ -82,6 +82,24 @@ def window_counts(path):
     return counts, total
 
 
+def attribute(counts, table, flavour, names):
+    """The Send-path instructions of one window: ({symbol: {offset: count}},
+    replies), replies being the executions of the completion handler's
+    first instructions (one per Send)."""
+    starts = [s[0] for s in table]
+    per_insn, first = {}, {}
+    for addr, c in counts.items():
+        i = bisect.bisect_right(starts, addr) - 1
+        if i < 0:
+            continue
+        start, name, mod = table[i]
+        if COMPLETION[flavour].search(name) and mod == "rpcrdma" and addr - start < 16:
+            first[name] = max(first.get(name, 0), c)
+        if is_sendpath(flavour, names, name, mod):
+            per_insn.setdefault(name, {})[addr - start] = c
+    return per_insn, sum(first.values())
+
+
 def analyse(run, builds):
     """{(flavour, class, version): result} for one run."""
     syms = {}
@@ -96,23 +114,11 @@ def analyse(run, builds):
             continue
         if flavour not in syms:
             syms[flavour] = read_syms(os.path.join(run, f"kallsyms-{flavour}.txt"))
-        table = syms[flavour]
-        starts = [s[0] for s in table]
         names = sendpath_names(builds[flavour], flavour)
         shims = shim_names(builds[flavour])
         counts, total = window_counts(os.path.join(run, f"insn.{k}"))
-        per_sym = {}
-        first = {}
-        for addr, c in counts.items():
-            i = bisect.bisect_right(starts, addr) - 1
-            if i < 0:
-                continue
-            start, name, mod = table[i]
-            if COMPLETION[flavour].search(name) and mod == "rpcrdma" and addr - start < 16:
-                first[name] = max(first.get(name, 0), c)
-            if is_sendpath(flavour, names, name, mod):
-                per_sym[name] = per_sym.get(name, 0) + c
-        replies = sum(first.values())
+        per_insn, replies = attribute(counts, syms[flavour], flavour, names)
+        per_sym = {name: sum(v.values()) for name, v in per_insn.items()}
         glue = sum(n for name, n in per_sym.items()
                    if name.startswith("rust_helper_") or name in shims)
         out[(flavour, cls, vers)] = {
