@@ -155,6 +155,8 @@ fn encode_reply_header(
         credits: u32::from_be(rdma.fc_credits_be()),
     };
     let (write_pcl, reply_chunk) = rctxt.lists_for_reply();
+    // No Write chunk (used or not: every one offered is echoed) and no
+    // Reply chunk, as most replies: the whole header in one reservation.
     if reply_chunk.is_none() && write_pcl.is_empty() {
         let mut w = XdrWriter::new(sctxt.header_buf());
         let r = encode::encode_no_chunks(&mut w, &hdr);
