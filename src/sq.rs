@@ -49,17 +49,21 @@ pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
 /// reproduction (KUnit `rpcrdma_rs_sq`, `lost_wakeup_*`).
 pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
     let avail = rdma.sq_avail();
-    let mut seen = avail.load(Relaxed);
+    // The first guess, as `READ_ONCE`: a volatile load inline, where
+    // `Atomic::load` is a helper call. A stale guess only fails the
+    // `cmpxchg`, which returns the current value for the next try.
+    // SAFETY: `as_ptr` is the counter's live, aligned `int`; a volatile
+    // load of it is a marked access (`READ_ONCE`), no data race in LKMM.
+    let mut seen = unsafe { avail.as_ptr().read_volatile() };
     loop {
-        let Some(left) = seen.checked_sub(n) else {
-            return false;
-        };
-        if left < 0 {
+        if seen < n {
             // Whatever a failed attempt did to the counter must be undone
             // by now: the KUnit suite holds threads here (`test_hook`).
             test_hook::failed_reservation(rdma, n);
             return false;
         }
+        // No wrap: `seen >= n`, and `n` (an SQE count) is not negative.
+        let left = seen.wrapping_sub(n);
         // Fully ordered on success, as C's value-returning atomic is.
         match avail.cmpxchg(seen, left, Full) {
             Ok(_) => return true,
@@ -246,7 +250,6 @@ impl SendCompletion for WcSend {
 /// once `ib_drain_qp` has flushed the posted Writes. Returns 0, as C does:
 /// the reply is gone with the connection.
 pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
-    ctxt.sync_header_for_device();
     let sqecount = ctxt.sqecount();
     // Last line of defence: a chain larger than the whole SQ would wait in
     // `sq_wait` until the connection closes (`svc_rdma_sendto` answers an

@@ -292,6 +292,7 @@ mod tests {
     /// Called as `ib_post_send` is.
     unsafe extern "C" fn post_ok(
         _qp: *mut sys::ib_qp,
+        _hdr: *const sys::ib_sge,
         _wr: *const sys::ib_send_wr,
         _bad: *mut *const sys::ib_send_wr,
     ) -> i32 {
@@ -305,6 +306,7 @@ mod tests {
     /// Called as `ib_post_send` is, with a chain of at least two WRs.
     unsafe extern "C" fn post_one_then_fail(
         _qp: *mut sys::ib_qp,
+        _hdr: *const sys::ib_sge,
         wr: *const sys::ib_send_wr,
         bad: *mut *const sys::ib_send_wr,
     ) -> i32 {
@@ -320,6 +322,7 @@ mod tests {
     /// Called as `ib_post_send` is.
     unsafe extern "C" fn post_none(
         _qp: *mut sys::ib_qp,
+        _hdr: *const sys::ib_sge,
         wr: *const sys::ib_send_wr,
         bad: *mut *const sys::ib_send_wr,
     ) -> i32 {

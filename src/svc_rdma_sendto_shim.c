@@ -158,11 +158,6 @@ struct llist_node *rs_llist_del_all(struct llist_head *head)
 
 /* Memory */
 
-void rs_release_pages(struct page **pages, int nr)
-{
-	release_pages(pages, nr);
-}
-
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len)
 {
 	xdr_buf_init(buf, start, len);
@@ -221,15 +216,37 @@ void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
 	ib_dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
 }
 
-void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len)
+/*
+ * ib_post_send() of a reply's WR chain, after making its transport header
+ * (@hdr, the Send's first SGE) visible to the device. C's
+ * svc_rdma_post_send syncs before it waits for SQ entries; syncing after
+ * the wait, in the same call as the post, saves a call per reply and
+ * changes nothing the device sees: the header is not written meanwhile.
+ * QP and PD are on one device (C syncs on sc_pd->device).
+ */
+static noinline int
+rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
+			const struct ib_send_wr *wr,
+			const struct ib_send_wr **bad_wr)
 {
-	ib_dma_sync_single_for_device(dev, addr, len, DMA_TO_DEVICE);
+	ib_dma_sync_single_for_device(qp->device, hdr->addr, hdr->length,
+				      DMA_TO_DEVICE);
+	return ib_post_send(qp, wr, bad_wr);
 }
 
-int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr)
+/*
+ * A device without DMA (rxe, siw) has nothing to sync. @bad_wr is never
+ * NULL (the Rust caller passes its own), and ib_post_send() with a
+ * non-NULL @bad_wr is the device's post_send op: called directly, both
+ * ways are tail calls (the kernel's -fno-delete-null-pointer-checks keeps
+ * a nonnull attribute from removing ib_post_send()'s on-stack dummy).
+ */
+int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
+		    const struct ib_send_wr *wr, const struct ib_send_wr **bad_wr)
 {
-	return ib_post_send(qp, wr, bad_wr);
+	if (!ib_uses_virt_dma(qp->device))
+		return rs_sync_header_and_post(qp, hdr, wr, bad_wr);
+	return qp->device->ops.post_send(qp, wr, bad_wr);
 }
 
 /*
@@ -310,7 +327,8 @@ bool rs_fault(int point)
 	return true;
 }
 
-int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
+int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_sge *hdr,
+			   const struct ib_send_wr *wr,
 			   const struct ib_send_wr **bad_wr)
 {
 	const struct ib_send_wr *last = wr, *prev = NULL;
@@ -326,7 +344,7 @@ int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
 		last = last->next;
 	}
 	if (!prev || !rs_fault(RS_FAULT_POST_MID))
-		return ib_post_send(qp, wr, bad_wr);
+		return rs_ib_post_send(qp, hdr, wr, bad_wr);
 	/* Post every WR but the last (the Send), then fail the Send. */
 	cut = (struct ib_send_wr *)prev;
 	cut->next = NULL;

@@ -74,7 +74,6 @@ bool rs_llist_add(struct llist_node *node, struct llist_head *head);
 struct llist_node *rs_llist_del_all(struct llist_head *head);
 
 /* Memory */
-void rs_release_pages(struct page **pages, int nr);
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
 
 void *rs_page_address(struct page *page);
@@ -87,7 +86,6 @@ u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 		       unsigned long offset, size_t len);
 u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len);
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
-void rs_ib_dma_sync_single_for_device(struct ib_device *dev, u64 addr, size_t len);
 /*
  * Fault-injection points of RPCRDMA_RS_FAULT_INJECTION=y builds; rs_fault()
  * and rs_ib_post_send_faulty() exist only in those.
@@ -101,10 +99,11 @@ enum rs_fault_point {
 };
 
 bool rs_fault(int point);
-int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_send_wr *wr,
+int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_sge *hdr,
+			   const struct ib_send_wr *wr,
 			   const struct ib_send_wr **bad_wr);
-int rs_ib_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr);
+int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
+		    const struct ib_send_wr *wr, const struct ib_send_wr **bad_wr);
 
 /*
  * Tracepoints, fired by the Rust crate at the points and with the fields of

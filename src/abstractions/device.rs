@@ -138,17 +138,6 @@ impl IbDevice {
         })
     }
 
-    /// Makes CPU writes to `len` bytes of a mapping at `addr` visible to
-    /// the device.
-    pub(crate) fn sync_for_device(&self, addr: u64, len: u32) {
-        // SAFETY: a cache-maintenance call on a registered device; an
-        // address that is not mapped is a no-op or an IOMMU fault report,
-        // never memory corruption.
-        unsafe {
-            sys::rs_ib_dma_sync_single_for_device(self.as_ptr(), addr, usize::from_safe_cast(len))
-        };
-    }
-
     /// Undoes a page mapping that was stored in an SGE.
     ///
     /// # Safety

@@ -510,12 +510,6 @@ impl Ctxt {
         }
     }
 
-    /// Makes the header SGE's CPU writes visible to the device.
-    pub(crate) fn sync_header_for_device(&self) {
-        let sge0 = self.header_sge();
-        self.rdma().device().sync_for_device(sge0.addr, sge0.length);
-    }
-
     /// The ledger's state word.
     fn state_ptr(&self) -> *mut i32 {
         let ledger = ledger_ptr(self.as_ptr());
@@ -592,10 +586,13 @@ impl Ctxt {
     /// Posts the WR chain with `post` (`ib_post_send` or a stand-in), the
     /// Send's completion to be handled by `H`. On success the ctxt belongs
     /// to the completion (marked [`CtxtState::Posted`] before posting,
-    /// since the completion may run before `post` returns).
+    /// since the completion may run before `post` returns). `post` first
+    /// makes the header SGE's CPU writes visible to the device (C's
+    /// `ib_dma_sync_single_for_device` in `svc_rdma_post_send`).
     pub(crate) fn post<H: SendCompletion>(self, post: PostFn) -> Result<(), PostFailure> {
         let rdma = self.rdma();
         let qp = rdma.qp();
+        let hdr: *const sys::ib_sge = self.header_sge();
         let c = self.as_ptr();
         // SAFETY: exclusively ours until posted.
         let first_wr = unsafe {
@@ -605,9 +602,10 @@ impl Ctxt {
         self.set_state(CtxtState::Posted);
         let ctxt = ManuallyDrop::new(self);
         let mut bad_wr: *const sys::ib_send_wr = first_wr;
-        // SAFETY: a complete chain of our ctxt on its transport's QP; from
+        // SAFETY: a complete chain of our ctxt on its transport's QP, and
+        // its header SGE, mapped on that QP's device since allocation; from
         // here the device and the completion may use the ctxt.
-        let ret = unsafe { post(qp, first_wr, &mut bad_wr) };
+        let ret = unsafe { post(qp, hdr, first_wr, &mut bad_wr) };
         if ret == 0 {
             return Ok(());
         }
@@ -729,9 +727,13 @@ impl IdleCtxt {
             }
         }
         if ctxt.page_count() > 0 {
+            let pages = sys::release_pages_arg {
+                pages: ctxt.raw().sc_pages,
+            };
             // SAFETY: the first `sc_page_count` slots hold page references
-            // moved in from the request; no I/O uses them any more.
-            unsafe { sys::rs_release_pages(ctxt.raw().sc_pages, ctxt.raw().sc_page_count) };
+            // moved in from the request; no I/O uses them any more. The
+            // argument is C's transparent union, passed as its pointer.
+            unsafe { sys::release_pages(pages, ctxt.raw().sc_page_count) };
         }
         let c = ctxt.raw_mut();
         // Volatile, as `WRITE_ONCE`: the census reads them unlocked.
@@ -879,9 +881,11 @@ unsafe extern "C" fn send_done<H: SendCompletion>(_cq: *mut sys::ib_cq, wc: *mut
     H::complete(wc, ctxt);
 }
 
-/// The signature of `ib_post_send`.
+/// The signature of `ib_post_send` with the header SGE to sync for the
+/// device first (the shim's `rs_ib_post_send`).
 pub(crate) type PostFn = unsafe extern "C" fn(
     *mut sys::ib_qp,
+    *const sys::ib_sge,
     *const sys::ib_send_wr,
     *mut *const sys::ib_send_wr,
 ) -> i32;
