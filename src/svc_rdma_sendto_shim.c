@@ -205,15 +205,34 @@ u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 	return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
 }
 
-/* The same for lowmem (a kvec), through its page: unmapping is per page. */
+/*
+ * The same for lowmem (a kvec), through its page: unmapping is per page.
+ * A device without DMA gets page_address(page) + offset from
+ * ib_dma_map_page(), which for a lowmem address is the address itself.
+ */
 u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len)
 {
+	if (ib_uses_virt_dma(dev))
+		return (uintptr_t)addr;
 	return rs_ib_dma_map_page(dev, virt_to_page(addr), offset_in_page(addr), len);
 }
 
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
 {
 	ib_dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
+}
+
+/* A reply's payload SGEs, unmapped in one call (none to do without DMA). */
+void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
+			   size_t n)
+{
+	size_t i;
+
+	if (ib_uses_virt_dma(dev))
+		return;
+	for (i = 0; i < n; i++)
+		ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
+				  DMA_TO_DEVICE);
 }
 
 /*

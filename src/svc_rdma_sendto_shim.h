@@ -86,6 +86,8 @@ u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 		       unsigned long offset, size_t len);
 u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len);
 void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
+void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
+			   size_t n);
 /*
  * Fault-injection points of RPCRDMA_RS_FAULT_INJECTION=y builds; rs_fault()
  * and rs_ib_post_send_faulty() exist only in those.

@@ -151,6 +151,18 @@ impl IbDevice {
         unsafe { sys::rs_ib_dma_unmap_page(self.as_ptr(), addr, usize::from_safe_cast(len)) };
     }
 
+    /// Undoes the page mappings stored in `sges`, in one call (which
+    /// returns at once on a device without DMA, as `rxe` and `siw` are).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::unmap_page`], for each of `sges`.
+    pub(crate) unsafe fn unmap_pages(&self, sges: &[sys::ib_sge]) {
+        // SAFETY: live page mappings of this registered device that no I/O
+        // uses any more (`# Safety`), read by the shim for the call only.
+        unsafe { sys::rs_ib_dma_unmap_pages(self.as_ptr(), sges.as_ptr(), sges.len()) };
+    }
+
     /// Undoes a single mapping that was stored in an SGE.
     ///
     /// # Safety

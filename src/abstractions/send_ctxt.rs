@@ -408,7 +408,9 @@ impl Ctxt {
         };
         mapping.into_sge(sge);
         let c = self.raw_mut();
-        c.sc_send_wr.num_sge = c.sc_send_wr.num_sge.saturating_add(1);
+        // Never wraps: at most one per SGE of the array (`num_sge` counts
+        // only SGEs stored here).
+        c.sc_send_wr.num_sge = c.sc_send_wr.num_sge.wrapping_add(1);
         Ok(())
     }
 
@@ -718,13 +720,16 @@ impl IdleCtxt {
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
         if mapped > 1 {
-            let device: &IbDevice = ctxt.rdma().device();
-            for sge in ctxt.sges().get(1..mapped).unwrap_or_default() {
+            let payload = ctxt.sges().get(1..mapped).unwrap_or_default();
+            // Each SGE's event, then one call that unmaps them all: the
+            // events C fires, in its order, without a call per page.
+            for sge in payload {
                 trace_unmap(ctxt.cid(), sge);
-                // SAFETY: SGEs `1..num_sge` hold live payload mappings
-                // (`Ctxt` invariant), unused now (type invariant).
-                unsafe { device.unmap_page(sge.addr, sge.length) };
             }
+            let device: &IbDevice = ctxt.rdma().device();
+            // SAFETY: SGEs `1..num_sge` hold live payload mappings (`Ctxt`
+            // invariant), unused now (type invariant).
+            unsafe { device.unmap_pages(payload) };
         }
         if ctxt.page_count() > 0 {
             let pages = sys::release_pages_arg {
