@@ -169,15 +169,27 @@ fn append(dest: &mut Linearizer<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
 ///
 /// The SGEs matter only from [`pullup::PULLUP_THRESH`] bytes on; below
 /// it the reply is always pulled up. Without result payloads the inline
-/// part is the whole reply, whose length is known, so a small reply (most
-/// are) is decided without counting its fragments, which C always does.
+/// part is the whole reply, whose length is known, and with one (a READ)
+/// it is the reply less that payload: so a small reply (most are) is
+/// decided without counting its fragments, which C always does.
 fn check_pull_up(
     rdma: &Rdma,
     sctxt: &Ctxt,
     write_pcl: &Pcl,
     xdr: &XdrBuf,
 ) -> Result<Inline, Error> {
-    if !write_pcl.has_payloads() && sctxt.header_len().saturating_add(xdr.len()) < PULLUP_THRESH {
+    // The inline part's length, where known without walking: the whole
+    // reply, or with one payload (a READ) the two regions around it, by
+    // arithmetic that gives the count walk's length whenever that walk
+    // succeeds.
+    let inline_len = if write_pcl.has_payloads() {
+        write_pcl.single_payload().and_then(|(position, payload_len)| {
+            pullup::one_payload_inline_len(xdr.len(), xdr.segments_len(), position, payload_len)
+        })
+    } else {
+        Some(xdr.len())
+    };
+    if inline_len.is_some_and(|n| sctxt.header_len().saturating_add(n) < PULLUP_THRESH) {
         return Ok(Inline::PullUp);
     }
     let mut pd = PullupData {

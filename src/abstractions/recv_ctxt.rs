@@ -195,6 +195,21 @@ impl Pcl {
             .is_some_and(|c| c.raw().ch_payload_length != 0)
     }
 
+    /// The result payload of a reply with exactly one, as (position,
+    /// length): the first chunk is used and the next, if any, is not, so
+    /// `pcl_process_nonpayloads` cuts two regions, around it.
+    pub(crate) fn single_payload(&self) -> Option<(u32, u32)> {
+        let mut chunks = self.chunks();
+        let first = chunks.next()?.raw();
+        if first.ch_payload_length == 0 {
+            return None;
+        }
+        match chunks.next() {
+            Some(next) if next.raw().ch_payload_length != 0 => None,
+            _ => Some((first.ch_position, first.ch_payload_length)),
+        }
+    }
+
     /// `pcl_process_nonpayloads`: hands `actor` each region of `xdr` that
     /// lies outside the payloads placed in this list's chunks, in order,
     /// until it fails. Returns the last region's result (≥ 0) or the first

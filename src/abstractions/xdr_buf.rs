@@ -57,6 +57,15 @@ impl XdrBuf {
         self.raw().len
     }
 
+    /// The bytes its head, pages and tail hold: the limit
+    /// `xdr_buf_subsegment` cuts regions against.
+    pub(crate) fn segments_len(&self) -> u64 {
+        let x = self.raw();
+        u64::from_safe_cast(x.head[0].iov_len)
+            .saturating_add(u64::from(x.page_len))
+            .saturating_add(u64::from_safe_cast(x.tail[0].iov_len))
+    }
+
     /// Its lengths, for the pull-up decisions of [`pullup`].
     pub(crate) fn shape(&self) -> XdrShape {
         let x = self.raw();

@@ -86,6 +86,32 @@ pub(crate) enum Inline {
     PullUp,
 }
 
+/// The bytes `pcl_process_nonpayloads` hands its actor for a reply whose
+/// only result payload is `payload_len` bytes at `position` (one used
+/// chunk: the next, if any, is unused): the region before the payload and
+/// the one after its XDR-padded end, up to `xdr_len`. `seg_len` is what the
+/// reply's head, pages and tail hold, the limit `xdr_buf_subsegment` checks
+/// each region against.
+///
+/// `None` whenever C's walk might not simply succeed with those two
+/// regions (an end past the reply, a sum that wraps in C's `unsigned int`,
+/// and, conservatively, a reply longer than its segments): the caller
+/// then walks as C does.
+pub(crate) fn one_payload_inline_len(
+    xdr_len: u32,
+    seg_len: u64,
+    position: u32,
+    payload_len: u32,
+) -> Option<u32> {
+    // `pcl_chunk_end_offset`: `xdr_align_size(position + payload_len)`.
+    let end = position.checked_add(payload_len)?.checked_add(3)? & !3;
+    if end > xdr_len || u64::from(xdr_len) > seg_len {
+        return None;
+    }
+    // `position <= end <= xdr_len`: neither wraps.
+    Some(position.wrapping_add(xdr_len.wrapping_sub(end)))
+}
+
 /// `svc_rdma_check_pull_up`: `length` is header plus inline reply bytes,
 /// `sges` the SGEs that would take (the header's included).
 ///

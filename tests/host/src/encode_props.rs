@@ -160,7 +160,9 @@ proptest! {
 }
 
 mod pullup_props {
-    use crate::proto::pullup::{check_pull_up, page_fragments, xb_count_sges, Inline, XdrShape};
+    use crate::proto::pullup::{
+        check_pull_up, one_payload_inline_len, page_fragments, xb_count_sges, Inline, XdrShape,
+    };
     use crate::proto::Error;
     use proptest::prelude::*;
 
@@ -184,6 +186,45 @@ mod pullup_props {
             prop_assert_eq!(pos, base as u64 + len as u64);
             let s = XdrShape { head_len: head, page_base: base, page_len: len, tail_len: tail };
             prop_assert_eq!(xb_count_sges(&s, PS), n + u32::from(head > 0) + u32::from(tail > 0));
+        }
+
+        /// The one-payload shortcut agrees with C's walk (a model of
+        /// `pcl_process_nonpayloads` for one used chunk, in C's wrapping
+        /// `unsigned int` arithmetic, with `xdr_buf_subsegment`'s check):
+        /// whenever it answers, the walk succeeds and its regions add up to
+        /// the answer; it declines where the walk fails or wraps, and for a
+        /// reply longer than its segments (then the caller walks).
+        #[test]
+        fn one_payload_len_matches_c_walk(xdr_len in 0u32..20_000, slack in 0u32..8,
+                                          short in 0u32..8, position in 0u32..20_000,
+                                          payload in 1u32..20_000, huge in any::<bool>()) {
+            let position = if huge { u32::MAX - position } else { position };
+            // Segments hold the reply and `slack` more, or `short` less.
+            let seg_len = (u64::from(xdr_len) + u64::from(slack)).saturating_sub(u64::from(short));
+            let subsegment_ok = |base: u32, len: u32| u64::from(base) + u64::from(len) <= seg_len;
+            // The C walk.
+            let end = position.wrapping_add(payload).wrapping_add(3) & !3;
+            let mut total = 0u64;
+            let mut ok = true;
+            for (base, len) in [(0, position), (end, xdr_len.wrapping_sub(end))] {
+                if len == 0 {
+                    continue;
+                }
+                if !subsegment_ok(base, len) {
+                    ok = false;
+                    break;
+                }
+                total += u64::from(len);
+            }
+            let wraps = u64::from(position) + u64::from(payload) + 3 > u64::from(u32::MAX);
+            match one_payload_inline_len(xdr_len, seg_len, position, payload) {
+                Some(n) => {
+                    prop_assert!(ok && !wraps);
+                    prop_assert_eq!(u64::from(n), total);
+                }
+                // Or conservatively, a reply longer than its segments.
+                None => prop_assert!(!ok || wraps || u64::from(xdr_len) > seg_len),
+            }
         }
 
         /// The pull-up decision never asks to copy more than the buffer
