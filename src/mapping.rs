@@ -183,9 +183,11 @@ fn check_pull_up(
     // arithmetic that gives the count walk's length whenever that walk
     // succeeds.
     let inline_len = if write_pcl.has_payloads() {
-        write_pcl.single_payload().and_then(|(position, payload_len)| {
-            pullup::one_payload_inline_len(xdr.len(), xdr.segments_len(), position, payload_len)
-        })
+        write_pcl
+            .single_payload()
+            .and_then(|(position, payload_len)| {
+                pullup::one_payload_inline_len(xdr.len(), xdr.segments_len(), position, payload_len)
+            })
     } else {
         Some(xdr.len())
     };
