@@ -217,20 +217,28 @@ impl SendCompletion for WcSend {
         let rdma = ctxt.rdma();
         wake_send_waiters(rdma, ctxt.sqecount());
 
-        let status = wc.status();
-        if status == sys::ib_wc_status_IB_WC_SUCCESS {
+        if wc.status() == sys::ib_wc_status_IB_WC_SUCCESS {
             events::wc_send(ctxt.cid());
             sent.put();
             return;
         }
-        if status != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
-            events::wc_send_err(wc, ctxt.cid());
-        } else {
-            events::wc_send_flush(wc, ctxt.cid());
-        }
-        rdma.deferred_close();
-        sent.put();
+        failed(wc, sent);
     }
+}
+
+/// The rest of [`WcSend::complete`] for a Send that failed or was flushed:
+/// reports it and closes the connection. Cold, so that the success path
+/// tests the status once.
+#[cold]
+fn failed(wc: &SendWc, sent: SentCtxt) {
+    let ctxt = sent.ctxt();
+    if wc.status() != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+        events::wc_send_err(wc, ctxt.cid());
+    } else {
+        events::wc_send_flush(wc, ctxt.cid());
+    }
+    ctxt.rdma().deferred_close();
+    sent.put();
 }
 
 /// `svc_rdma_post_send`: posts the ctxt's chain, RDMA Writes of chunks
