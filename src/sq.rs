@@ -278,16 +278,23 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
 pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: PostFn) -> Result<(), (Error, Ctxt)> {
     events::post_send(&ctxt);
-    // Needed after a failure, when the ctxt may be parked already.
-    let (cid, sqecount) = (ctxt.cid_copy(), ctxt.sqecount());
+    match ctxt.post::<WcSend>(post) {
+        Ok(()) => Ok(()),
+        Err(f) => post_failed(rdma, f),
+    }
+}
+
+/// The rest of [`post_chain`] when `ib_post_send` failed: the connection
+/// is closed, and the ctxt handed back (nothing posted) or parked (a
+/// partial post). Cold, so that the posting path keeps a small frame.
+#[cold]
+fn post_failed(rdma: &Rdma, failure: PostFailure) -> Result<(), (Error, Ctxt)> {
     let PostFailure {
         ret,
         ctxt,
         unposted,
-    } = match ctxt.post::<WcSend>(post) {
-        Ok(()) => return Ok(()),
-        Err(f) => f,
-    };
+    } = failure;
+    let (cid, sqecount) = (ctxt.cid_copy(), ctxt.sqecount());
     let Some(unposted) = unposted else {
         // Nothing was posted: the ctxt is still ours.
         post_send_err(rdma, &cid, true, sqecount, ret);
