@@ -244,6 +244,7 @@ pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
 
 /// The `send_err` label: a reply that does not fit the client's chunks is
 /// answered with ERR_CHUNK (RFC 8166 §4.5.3); anything else closes.
+#[cold]
 fn send_err(rdma: &Rdma, rqst: &Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Error) -> i32 {
     if e != E2BIG && e != EINVAL {
         return put_ctxt(rdma, rqst, sctxt, e);
@@ -257,6 +258,7 @@ fn send_err(rdma: &Rdma, rqst: &Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Erro
 }
 
 /// The `put_ctxt` label: release the ctxt, then close.
+#[cold]
 fn put_ctxt(rdma: &Rdma, rqst: &Rqst, sctxt: Ctxt, e: Error) -> i32 {
     drop(sctxt);
     drop_connection(rdma, rqst, e)
@@ -264,6 +266,7 @@ fn put_ctxt(rdma: &Rdma, rqst: &Rqst, sctxt: Ctxt, e: Error) -> i32 {
 
 /// The `drop_connection` label: no reply is possible, so the connection is
 /// closed and the client will retransmit. Always `-ENOTCONN`, as in C.
+#[cold]
 fn drop_connection(rdma: &Rdma, rqst: &Rqst, e: Error) -> i32 {
     events::send_err(rqst, e.to_errno());
     rdma.deferred_close();
