@@ -222,7 +222,7 @@ impl SendCompletion for WcSend {
             sent.put();
             return;
         }
-        failed(wc, sent);
+        send_failed(wc, sent);
     }
 }
 
@@ -230,7 +230,7 @@ impl SendCompletion for WcSend {
 /// reports it and closes the connection. Cold, so that the success path
 /// tests the status once.
 #[cold]
-fn failed(wc: &SendWc, sent: SentCtxt) {
+fn send_failed(wc: &SendWc, sent: SentCtxt) {
     let ctxt = sent.ctxt();
     if wc.status() != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
         events::wc_send_err(wc, ctxt.cid());
