@@ -59,7 +59,7 @@ runs=()
 for i in $(seq 1 "$RUNS"); do
 	rc=0
 	run=$(bash "$TOP/scripts/vm-run.sh" -t 1800 -n "profile$i" -A tcg,thread=single -Q "$ICOUNT" \
-		-P "$P/libinsn_profile.so,out=@RUN@/insn" profile "$N" c:c rust:rust-prod) || rc=$?
+		-P "$P/libinsn_profile.so,out=@RUN@/insn,ranges=@RUN@/sendpath-ranges.txt" profile "$N" c:c rust:rust-prod) || rc=$?
 	relay_guest_log "" "$run"
 	[ "$rc" = 0 ] || fail "profile run $i: VM status $rc ($run/console.log)"
 	# The symbol lists of the builds that ran, kept with the counts.

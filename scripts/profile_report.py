@@ -71,23 +71,30 @@ def is_sendpath(flavour, names, name, mod):
 
 
 def window_counts(path):
-    counts, total = {}, 0
+    """({address: count}, {address: inclusive count}, total, shadow-stack
+    statistics) of one window file."""
+    counts, incl, total, shadow = {}, {}, 0, {}
     with open(path) as f:
         for line in f:
-            a, n = line.split()
-            if a == "total":
-                total = int(n)
+            parts = line.split()
+            if parts[0] == "total":
+                total = int(parts[1])
+            elif parts[0] == "shadow":
+                shadow = {k: int(v) for k, v in zip(parts[1::2], parts[2::2])}
             else:
-                counts[int(a, 16)] = int(n)
-    return counts, total
+                a = int(parts[0], 16)
+                counts[a] = int(parts[1])
+                if len(parts) > 2 and parts[2] != "0":
+                    incl[a] = (int(parts[2]), int(parts[3]) if len(parts) > 3 else 0)
+    return counts, incl, total, shadow
 
 
 def attribute(counts, table, flavour, names):
     """The Send-path instructions of one window: ({symbol: {offset: count}},
-    replies), replies being the executions of the completion handler's
-    first instructions (one per Send)."""
+    replies, [address]), replies being the executions of the completion
+    handler's first instructions (one per Send)."""
     starts = [s[0] for s in table]
-    per_insn, first = {}, {}
+    per_insn, first, own = {}, {}, []
     for addr, c in counts.items():
         i = bisect.bisect_right(starts, addr) - 1
         if i < 0:
@@ -97,7 +104,19 @@ def attribute(counts, table, flavour, names):
             first[name] = max(first.get(name, 0), c)
         if is_sendpath(flavour, names, name, mod):
             per_insn.setdefault(name, {})[addr - start] = c
-    return per_insn, sum(first.values())
+            own.append(addr)
+    return per_insn, sum(first.values()), own
+
+
+def inclusive_by_symbol(incl, table):
+    """{(symbol, module): inclusive count} of one window."""
+    starts = [s[0] for s in table]
+    out = {}
+    for addr, (c, _) in incl.items():
+        i = bisect.bisect_right(starts, addr) - 1
+        key = (table[i][1], table[i][2]) if i >= 0 else ("?", "")
+        out[key] = out.get(key, 0) + c
+    return out
 
 
 def analyse(run, builds):
@@ -116,14 +135,21 @@ def analyse(run, builds):
             syms[flavour] = read_syms(os.path.join(run, f"kallsyms-{flavour}.txt"))
         names = sendpath_names(builds[flavour], flavour)
         shims = shim_names(builds[flavour])
-        counts, total = window_counts(os.path.join(run, f"insn.{k}"))
-        per_insn, replies = attribute(counts, syms[flavour], flavour, names)
+        counts, incl, total, shadow = window_counts(os.path.join(run, f"insn.{k}"))
+        per_insn, replies, own = attribute(counts, syms[flavour], flavour, names)
+        incl_sym = inclusive_by_symbol(incl, syms[flavour])
+        # Every Send-path instruction runs on the Send path's behalf: its
+        # inclusive count must be its count, exactly.
+        uncovered = sum(1 for a in own if incl.get(a, (0, 0))[0] != counts[a])
         per_sym = {name: sum(v.values()) for name, v in per_insn.items()}
         glue = sum(n for name, n in per_sym.items()
                    if name.startswith("rust_helper_") or name in shims)
         out[(flavour, cls, vers)] = {
             "replies": replies, "total": total, "sendpath": sum(per_sym.values()), "glue": glue,
-            "per_sym": per_sym, "rpcs": int(n)}
+            "per_sym": per_sym, "rpcs": int(n),
+            "inclusive": sum(c for c, _ in incl.values()),
+            "wakeups": sum(w for _, w in incl.values()), "incl_sym": incl_sym, "shadow": shadow,
+            "uncovered": uncovered}
     return out
 
 
@@ -188,6 +214,35 @@ def main():
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
         if cs and ct:
             rows.append((cls, vers, rs / cs, rt / ct))
+    print("    inclusive Send-path instructions per reply: its own and all it calls (interrupts"
+          " excluded); without wake-ups: less what try_to_wake_up runs")
+    print("    class           vers   inclusive: c      rust   rust/c"
+          "   without wake-ups: c    rust   rust/c   wake-ups: c   rust"
+          + ("   (rust/c without wake-ups)" if len(results) > 1 else ""))
+    for cls, vers in classes:
+        c, r = first.get(("c", cls, vers)), first.get(("rust", cls, vers))
+        if not c or not r or not c["replies"] or not r["replies"]:
+            continue
+        if not c["inclusive"] or not r["inclusive"]:
+            print(f"    {cls:15} {vers:5} MISSING: no inclusive counts")
+            continue
+        ci, ri = c["inclusive"] / c["replies"], r["inclusive"] / r["replies"]
+        cw, rw = c["wakeups"] / c["replies"], r["wakeups"] / r["replies"]
+        others = []
+        for res in results[1:]:
+            c2, r2 = res.get(("c", cls, vers)), res.get(("rust", cls, vers))
+            if c2 and r2 and c2["replies"] and r2["replies"] and c2["inclusive"] != c2["wakeups"]:
+                others.append(ratio((r2["inclusive"] - r2["wakeups"]) / r2["replies"],
+                                    (c2["inclusive"] - c2["wakeups"]) / c2["replies"]))
+        print(f"    {cls:15} {vers:5} {ci:>14.0f} {ri:>9.0f} {ratio(ri, ci):>8}"
+              f" {ci - cw:>21.0f} {ri - rw:>7.0f} {ratio(ri - rw, ci - cw):>8}"
+              f" {cw:>13.0f} {rw:>6.0f}" + (f"   other runs: {' '.join(others)}" if others else ""))
+    uncovered = [" ".join(k) for res in results for k, v in res.items() if v["uncovered"]]
+    if uncovered:
+        print(f"    MISSING: inclusive counts differ from the Send path's own in {', '.join(uncovered)}")
+    else:
+        print(f"    inclusive counts include every Send-path instruction exactly, in all"
+              f" {sum(len(res) for res in results)} windows")
     if plot_path and rows:
         plot(plot_path, rows)
     for run, res in zip(runs, results):
@@ -196,8 +251,16 @@ def main():
                 for name, n in sorted(v["per_sym"].items(), key=lambda x: -x[1]):
                     per = n / v["replies"] if v["replies"] else 0
                     f.write(f"{flavour} {cls} {vers} {per:.1f} {name}\n")
+        with open(os.path.join(run, "profile-inclusive.txt"), "w") as f:
+            for (flavour, cls, vers), v in sorted(res.items()):
+                f.write(f"{flavour} {cls} {vers} shadow {v['shadow']}\n")
+                for (name, mod), n in sorted(v["incl_sym"].items(), key=lambda x: -x[1]):
+                    per = n / v["replies"] if v["replies"] else 0
+                    if per >= 0.05:
+                        f.write(f"{flavour} {cls} {vers} {per:.1f} {name} {mod}\n")
     if len(results) > 1:
-        worst = {"sendpath": (0.0, ""), "total": (0.0, ""), "symbol": (0.0, "")}
+        worst = {"sendpath": (0.0, ""), "total": (0.0, ""), "symbol": (0.0, ""),
+                 "inclusive": (0.0, ""), "nowake": (0.0, "")}
 
         def note(what, values, where):
             values = [v for v in values if v]
@@ -211,6 +274,8 @@ def main():
             where = " ".join(key)
             note("sendpath", [v["sendpath"] / v["replies"] for v in vals], where)
             note("total", [v["total"] / v["replies"] for v in vals], where)
+            note("inclusive", [v["inclusive"] / v["replies"] for v in vals], where)
+            note("nowake", [(v["inclusive"] - v["wakeups"]) / v["replies"] for v in vals], where)
             if not vals:
                 continue
             big = {s for s, n in vals[0]["per_sym"].items() if n >= 0.01 * vals[0]["sendpath"]}
@@ -220,7 +285,9 @@ def main():
               f" Send-path instructions per reply {100 * worst['sendpath'][0]:.2f}%"
               f" ({worst['sendpath'][1]}), kernel instructions per reply"
               f" {100 * worst['total'][0]:.2f}% ({worst['total'][1]}); one Send-path symbol"
-              f" (>= 1% of the path) {100 * worst['symbol'][0]:.2f}% ({worst['symbol'][1]})")
+              f" (>= 1% of the path) {100 * worst['symbol'][0]:.2f}% ({worst['symbol'][1]});"
+              f" inclusive {100 * worst['inclusive'][0]:.2f}% ({worst['inclusive'][1]}),"
+              f" inclusive without wake-ups {100 * worst['nowake'][0]:.2f}% ({worst['nowake'][1]})")
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,10 @@
 # the error classes over raw RPC-over-RDMA. Writes the windows in order to
 # /results/profile-windows.txt ("INDEX FLAVOUR CLASS VERSION N") and, per
 # flavour, the kernel's text symbols with the module loaded to
-# /results/kallsyms-FLAVOUR.txt. The counts themselves are written by the
+# /results/kallsyms-FLAVOUR.txt, and before its windows the address ranges
+# the plugin's inclusive counts need to /results/sendpath-ranges.txt (the
+# flavour's Send-path functions, as scripts/profile_report.py defines them,
+# the entry text, __switch_to_asm). The counts themselves are written by the
 # plugin, outside the guest.
 . /work/tests/vm/guest/lib.sh
 
@@ -28,6 +31,38 @@ for i in $(seq 1 300); do : >"$EXPORT/entry-with-a-long-name-$i"; done
 head -c 1048576 /dev/urandom >$EXPORT/data.bin
 window=0
 started=
+
+# sendpath_ranges FLAVOUR BUILD_DIR: the plugin's ranges file (insn_profile.c)
+# from the kernel's text symbols: "S lo hi" per Send-path function (a symbol
+# of rpcrdma named in the build's symbol lists, and for rust the kernel's
+# rust_helper_*), "E lo hi" the entry text, "W lo hi" __switch_to_asm,
+# "I a a" each entry point of an interrupt, exception or system call, "Q lo
+# hi" the interrupt stubs (each starts with a push); a symbol ends where the
+# next begins.
+sendpath_ranges() {
+	cat "$2/sendpath-symbols.txt" "$2/shim-symbols.txt" >/tmp/sendpath-names 2>/dev/null || true
+	sort "/results/kallsyms-$1.txt" |
+		awk -v flavour="$1" '
+		FNR == NR { names[$1] = 1; next }
+		{
+			if (open != "") { print open, start, $1; open = "" }
+			if (($4 == "[rpcrdma]" && ($3 in names)) ||
+			    (flavour == "rust" && $4 == "" && $3 ~ /^rust_helper_/)) {
+				open = "S"; start = $1
+			} else if ($3 == "__switch_to_asm") {
+				open = "W"; start = $1
+			} else if ($3 == "irq_entries_start" || $3 == "spurious_entries_start") {
+				open = "Q"; start = $1
+			}
+			if ($3 ~ /^(entry_SYSCALL_64|entry_SYSENTER_compat|entry_INT80_compat|entry_SYSCALL_compat|asm_exc_.*|asm_sysvec_.*|asm_common_interrupt|asm_spurious_interrupt)$/)
+				print "I", $1, $1
+			if ($3 == "try_to_wake_up" && $4 == "") print "T", $1, $1
+			if ($3 == "__entry_text_start") estart = $1
+			if ($3 == "__entry_text_end") eend = $1
+		}
+		END { if (estart != "" && eend != "") print "E", estart, eend }
+		' /tmp/sendpath-names -
+}
 
 # run_class CLASS TARGET VERSION: one window of profile_load.py, recorded
 # with its index; a window that was opened but failed is recorded as such
@@ -55,6 +90,8 @@ for spec in "$@"; do
 		echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
 	fi
 	awk '$2 ~ /^[tT]$/' /proc/kallsyms >/results/kallsyms-$flavour.txt
+	sendpath_ranges "$flavour" "/work/build/$rs_module_dir" >/results/sendpath-ranges.txt
+	grep -q '^S ' /results/sendpath-ranges.txt || fail "$flavour: no Send-path ranges for the profiler"
 	for vers in 3 4.1; do
 		d=/mnt/p$(echo $vers | tr -d .)
 		MOUNT_OPTS=actimeo=0 mount_rdma $vers $d || { fail "$flavour: NFSv$vers mount"; continue; }
