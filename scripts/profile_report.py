@@ -108,6 +108,13 @@ def attribute(counts, table, flavour, names):
     return per_insn, sum(first.values()), own
 
 
+def entry_text(table):
+    """The kernel's entry text, [start, end), from its symbols."""
+    marks = {name: a for a, name, mod in table if mod == "" and name in
+             ("__entry_text_start", "__entry_text_end")}
+    return marks.get("__entry_text_start", 0), marks.get("__entry_text_end", 0)
+
+
 def inclusive_by_symbol(incl, table):
     """{(symbol, module): inclusive count} of one window."""
     starts = [s[0] for s in table]
@@ -141,6 +148,10 @@ def analyse(run, builds):
         # Every Send-path instruction runs on the Send path's behalf: its
         # inclusive count must be its count, exactly.
         uncovered = sum(1 for a in own if incl.get(a, (0, 0))[0] != counts[a])
+        # Interrupts, exceptions and system calls run behind a barrier: no
+        # instruction of the entry text may be counted inclusively.
+        lo, hi = entry_text(syms[flavour])
+        in_entry = sum(c for a, (c, _) in incl.items() if lo <= a < hi)
         per_sym = {name: sum(v.values()) for name, v in per_insn.items()}
         glue = sum(n for name, n in per_sym.items()
                    if name.startswith("rust_helper_") or name in shims)
@@ -149,7 +160,7 @@ def analyse(run, builds):
             "per_sym": per_sym, "rpcs": int(n),
             "inclusive": sum(c for c, _ in incl.values()),
             "wakeups": sum(w for _, w in incl.values()), "incl_sym": incl_sym, "shadow": shadow,
-            "uncovered": uncovered}
+            "uncovered": uncovered, "in_entry": in_entry}
     return out
 
 
@@ -238,11 +249,20 @@ def main():
               f" {ci - cw:>21.0f} {ri - rw:>7.0f} {ratio(ri - rw, ci - cw):>8}"
               f" {cw:>13.0f} {rw:>6.0f}" + (f"   other runs: {' '.join(others)}" if others else ""))
     uncovered = [" ".join(k) for res in results for k, v in res.items() if v["uncovered"]]
+    in_entry = [" ".join(k) for res in results for k, v in res.items() if v["in_entry"]]
+    overflows = [" ".join(k) for res in results for k, v in res.items()
+                 if v["shadow"].get("overflows")]
+    windows = sum(len(res) for res in results)
     if uncovered:
         print(f"    MISSING: inclusive counts differ from the Send path's own in {', '.join(uncovered)}")
     else:
-        print(f"    inclusive counts include every Send-path instruction exactly, in all"
-              f" {sum(len(res) for res in results)} windows")
+        print(f"    inclusive counts include every Send-path instruction exactly, in all {windows} windows")
+    if in_entry:
+        print(f"    MISSING: interrupt or system-call entry code counted inclusively in {', '.join(in_entry)}")
+    else:
+        print(f"    no instruction of the entry text counted inclusively, in all {windows} windows")
+    if overflows:
+        print(f"    MISSING: shadow stacks past their depth limit in {', '.join(overflows)}")
     if plot_path and rows:
         plot(plot_path, rows)
     for run, res in zip(runs, results):
