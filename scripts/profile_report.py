@@ -17,12 +17,24 @@ through the kernel crate; C inlines them). Replies are counted exactly: the
 executions of the first instructions of the Send completion handler (one
 per Send, error replies included).
 
+Inclusive counts (the window files' third and fourth columns, from the
+plugin's shadow call stacks): every instruction the Send path executed
+itself or in what it called, interrupts excluded, and the part of it in
+batch work (wake-ups, the allocators' batch transfers), whose cost follows
+shared state rather than the caller. Checked: each Send-path instruction's
+inclusive count is its count, no entry-text instruction is counted
+inclusively, no shadow stack overflowed ("MISSING" otherwise, which the
+make-check smoke fails on).
+
 Prints, per class and version: replies, Send-path instructions per reply
 (for rust also the part spent in the C shim and the kernel's Rust helpers,
 "glue": C has those inline) and kernel instructions per reply for c and
-rust and their ratio (first run); with more runs, the largest relative difference between runs of the
-same window, in total and per Send-path symbol. Writes the per-symbol
-breakdown to RUN/profile-symbols.txt.
+rust and their ratio (first run); then inclusive instructions per reply,
+with and without batch work, summed over the runs (the flavours take turns
+going first), and rust/c without batch work per run; with more runs, the
+largest relative difference between runs of the same window, in total and
+per Send-path symbol. Writes the per-symbol breakdown to
+RUN/profile-symbols.txt and the inclusive one to RUN/profile-inclusive.txt.
 """
 
 import bisect
@@ -159,7 +171,7 @@ def analyse(run, builds):
             "replies": replies, "total": total, "sendpath": sum(per_sym.values()), "glue": glue,
             "per_sym": per_sym, "rpcs": int(n),
             "inclusive": sum(c for c, _ in incl.values()),
-            "wakeups": sum(w for _, w in incl.values()), "incl_sym": incl_sym, "shadow": shadow,
+            "batch": sum(w for _, w in incl.values()), "incl_sym": incl_sym, "shadow": shadow,
             "uncovered": uncovered, "in_entry": in_entry}
     return out
 
@@ -170,7 +182,7 @@ def ratio(a, b):
 
 def plot(path, rows):
     """Bars of rust/c per class: Send-path (own, and inclusive without
-    wake-ups) and kernel instructions per reply."""
+    batch work) and kernel instructions per reply."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -183,7 +195,7 @@ def plot(path, rows):
     fig, ax = plt.subplots(figsize=(10, 4.5))
     ax.bar([i - 0.27 for i in x], [r[2] for r in rows], 0.27, label="Send-path instructions per reply (own)")
     ax.bar([i for i in x], [r[4] for r in rows], 0.27,
-           label="Send-path instructions per reply, inclusive, without wake-ups")
+           label="Send-path instructions per reply, inclusive, without batch work")
     ax.bar([i + 0.27 for i in x], [r[3] for r in rows], 0.27, label="kernel instructions per reply")
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(list(x))
@@ -227,15 +239,26 @@ def main():
         print(f"    {cls:15} {vers:5} {c['replies']:>6}/{r['replies']:<6}"
               f"   {cs:>20.0f} {rs:>7.0f} ({rg:>3.0f}) {ratio(rs, cs):>8}"
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
-        cn = (c["inclusive"] - c["wakeups"]) / c["replies"] if c["replies"] else 0
-        rn = (r["inclusive"] - r["wakeups"]) / r["replies"] if r["replies"] else 0
+        cn = (c["inclusive"] - c["batch"]) / c["replies"] if c["replies"] else 0
+        rn = (r["inclusive"] - r["batch"]) / r["replies"] if r["replies"] else 0
         if cs and ct:
             rows.append((cls, vers, rs / cs, rt / ct, rn / cn if cn else 0))
     print("    inclusive Send-path instructions per reply: its own and all it calls (interrupts"
-          " excluded); without wake-ups: less what try_to_wake_up runs")
+          " excluded); without batch work: less wake-ups and the allocators' batch transfers"
+          + (f"; summed over the {len(results)} boots" if len(results) > 1 else ""))
     print("    class           vers   inclusive: c      rust   rust/c"
-          "   without wake-ups: c    rust   rust/c   wake-ups: c   rust"
-          + ("   (rust/c without wake-ups)" if len(results) > 1 else ""))
+          "   without batch work: c    rust   rust/c   batch work: c   rust"
+          + ("   rust/c without batch work per boot" if len(results) > 1 else ""))
+
+    def per_reply(f, cls, vers, what):
+        vals = [res.get((f, cls, vers)) for res in results]
+        vals = [v for v in vals if v and v["replies"]]
+        replies = sum(v["replies"] for v in vals)
+        return sum(what(v) for v in vals) / replies if replies else 0
+
+    def no_batch(v):
+        return v["inclusive"] - v["batch"]
+
     for cls, vers in classes:
         c, r = first.get(("c", cls, vers)), first.get(("rust", cls, vers))
         if not c or not r or not c["replies"] or not r["replies"]:
@@ -243,17 +266,16 @@ def main():
         if not c["inclusive"] or not r["inclusive"]:
             print(f"    {cls:15} {vers:5} MISSING: no inclusive counts")
             continue
-        ci, ri = c["inclusive"] / c["replies"], r["inclusive"] / r["replies"]
-        cw, rw = c["wakeups"] / c["replies"], r["wakeups"] / r["replies"]
-        others = []
-        for res in results[1:]:
+        ci, ri = (per_reply(f, cls, vers, lambda v: v["inclusive"]) for f in ("c", "rust"))
+        cw, rw = (per_reply(f, cls, vers, lambda v: v["batch"]) for f in ("c", "rust"))
+        boots = []
+        for res in results if len(results) > 1 else []:
             c2, r2 = res.get(("c", cls, vers)), res.get(("rust", cls, vers))
-            if c2 and r2 and c2["replies"] and r2["replies"] and c2["inclusive"] != c2["wakeups"]:
-                others.append(ratio((r2["inclusive"] - r2["wakeups"]) / r2["replies"],
-                                    (c2["inclusive"] - c2["wakeups"]) / c2["replies"]))
+            if c2 and r2 and c2["replies"] and r2["replies"] and no_batch(c2):
+                boots.append(ratio(no_batch(r2) / r2["replies"], no_batch(c2) / c2["replies"]))
         print(f"    {cls:15} {vers:5} {ci:>14.0f} {ri:>9.0f} {ratio(ri, ci):>8}"
-              f" {ci - cw:>21.0f} {ri - rw:>7.0f} {ratio(ri - rw, ci - cw):>8}"
-              f" {cw:>13.0f} {rw:>6.0f}" + (f"   other runs: {' '.join(others)}" if others else ""))
+              f" {ci - cw:>23.0f} {ri - rw:>7.0f} {ratio(ri - rw, ci - cw):>8}"
+              f" {cw:>15.0f} {rw:>6.0f}" + (f"   {' '.join(boots)}" if boots else ""))
     uncovered = [" ".join(k) for res in results for k, v in res.items() if v["uncovered"]]
     in_entry = [" ".join(k) for res in results for k, v in res.items() if v["in_entry"]]
     overflows = [" ".join(k) for res in results for k, v in res.items()
@@ -286,7 +308,7 @@ def main():
                         f.write(f"{flavour} {cls} {vers} {per:.1f} {name} {mod}\n")
     if len(results) > 1:
         worst = {"sendpath": (0.0, ""), "total": (0.0, ""), "symbol": (0.0, ""),
-                 "inclusive": (0.0, ""), "nowake": (0.0, "")}
+                 "inclusive": (0.0, ""), "nobatch": (0.0, "")}
 
         def note(what, values, where):
             values = [v for v in values if v]
@@ -301,7 +323,7 @@ def main():
             note("sendpath", [v["sendpath"] / v["replies"] for v in vals], where)
             note("total", [v["total"] / v["replies"] for v in vals], where)
             note("inclusive", [v["inclusive"] / v["replies"] for v in vals], where)
-            note("nowake", [(v["inclusive"] - v["wakeups"]) / v["replies"] for v in vals], where)
+            note("nobatch", [(v["inclusive"] - v["batch"]) / v["replies"] for v in vals], where)
             if not vals:
                 continue
             big = {s for s, n in vals[0]["per_sym"].items() if n >= 0.01 * vals[0]["sendpath"]}
@@ -313,7 +335,7 @@ def main():
               f" {100 * worst['total'][0]:.2f}% ({worst['total'][1]}); one Send-path symbol"
               f" (>= 1% of the path) {100 * worst['symbol'][0]:.2f}% ({worst['symbol'][1]});"
               f" inclusive {100 * worst['inclusive'][0]:.2f}% ({worst['inclusive'][1]}),"
-              f" inclusive without wake-ups {100 * worst['nowake'][0]:.2f}% ({worst['nowake'][1]})")
+              f" inclusive without batch work {100 * worst['nobatch'][0]:.2f}% ({worst['nobatch'][1]})")
 
 if __name__ == "__main__":
     main()

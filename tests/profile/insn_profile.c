@@ -10,7 +10,7 @@
  * executing "mov $MAGIC, %eax" with one of two magic values (the marker
  * program, tests/profile/mark.c): at the opening one the plugin takes a
  * snapshot of every counter; at the closing one it writes, for window N,
- * OUT.N with "address count incl wake" for each instruction executed in
+ * OUT.N with "address count incl batch" for each instruction executed in
  * between, and a last line "total COUNT". Nothing is read from guest
  * memory or registers: the marker is recognised by its bytes at
  * translation, and the shadow stacks below use only instruction bytes and
@@ -30,12 +30,13 @@
  * sysret pops. A task switch saves the outgoing task's stack under the
  * address where __switch_to_asm stores its stack pointer and restores the
  * incoming task's from the address it loads it from (a task not seen in
- * the window starts empty). What runs from try_to_wake_up on is counted
- * apart as well (fourth column): a wake-up's cost follows the scheduler's
+ * the window starts empty). What runs from a batch function on (wake-ups,
+ * the allocators' batch transfers: "T" below) is counted apart as well
+ * (fourth column): its cost follows the scheduler's or the allocator's
  * state, not the caller's code. The ranges come from the file ranges=PATH,
  * read at each window opening (hex: "S lo hi" per Send-path function, "E
  * lo hi" the entry text, "W lo hi" __switch_to_asm, "I a a" per entry
- * point, "Q lo hi" per block of interrupt stubs, "T a a" try_to_wake_up;
+ * point, "Q lo hi" per block of interrupt stubs, "T a a" per batch function;
  * the guest writes it); without it those columns stay 0. The TB cache is
  * flushed (qemu_plugin_reset) when a window opens and when it closes, so
  * the callbacks cost nothing outside windows. The window file's
@@ -68,7 +69,7 @@ enum insn_kind { K_OTHER, K_CALL, K_RET, K_IRET, K_SWITCH_SAVE, K_SWITCH_LOAD };
 #define F_SENDPATH 1u
 #define F_ENTRY 2u
 #define F_ENTRY_POINT 4u	/* where an interrupt, exception or syscall lands */
-#define F_WAKE_ENTRY 8u		/* the first instruction of try_to_wake_up */
+#define F_BATCH_ENTRY 8u	/* the first instruction of a batch function */
 
 /*
  * One instruction address: its count, the count when the window opened,
@@ -80,7 +81,7 @@ struct slot {
 	uint64_t count;
 	uint64_t at_open;
 	uint64_t incl;
-	uint64_t incl_wake;
+	uint64_t incl_batch;
 	uint8_t kind;
 	uint8_t flags;
 };
@@ -103,16 +104,16 @@ static qemu_plugin_id_t plugin_id;
 struct range {
 	uint64_t lo, hi;
 };
-static struct range *sendpath_ranges, entry_range, switch_range, wake_entry;
+static struct range *sendpath_ranges, entry_range, switch_range;
 static size_t n_sendpath_ranges;
-static struct range *entry_points, stub_ranges[4];
-static size_t n_entry_points, n_stub_ranges;
+static struct range *entry_points, *batch_points, stub_ranges[4];
+static size_t n_entry_points, n_batch_points, n_stub_ranges;
 
 /* A shadow-stack frame. */
 struct frame {
 	uint8_t inside;
 	uint8_t barrier;
-	uint8_t wake;
+	uint8_t batch;
 };
 
 #define MAX_DEPTH 512
@@ -271,15 +272,16 @@ static int range_cmp(const void *a, const void *b)
 static void load_ranges(void)
 {
 	unsigned long long lo, hi;
-	size_t cap = 0, cap_points = 0;
+	size_t cap = 0, cap_points = 0, cap_batch = 0;
 	char kind;
 	FILE *f;
 
 	free(sendpath_ranges);
 	free(entry_points);
-	sendpath_ranges = entry_points = NULL;
-	n_sendpath_ranges = n_entry_points = n_stub_ranges = 0;
-	entry_range = switch_range = wake_entry = (struct range){ 0, 0 };
+	free(batch_points);
+	sendpath_ranges = entry_points = batch_points = NULL;
+	n_sendpath_ranges = n_entry_points = n_batch_points = n_stub_ranges = 0;
+	entry_range = switch_range = (struct range){ 0, 0 };
 	if (!ranges_path)
 		return;
 	f = fopen(ranges_path, "r");
@@ -293,7 +295,8 @@ static void load_ranges(void)
 		} else if (kind == 'W') {
 			switch_range = r;
 		} else if (kind == 'T') {
-			wake_entry = (struct range){ r.lo, r.lo + 1 };
+			r.hi = r.lo + 1;
+			append_range(&batch_points, &n_batch_points, &cap_batch, r);
 		} else if (kind == 'S') {
 			append_range(&sendpath_ranges, &n_sendpath_ranges, &cap, r);
 		} else if (kind == 'I') {
@@ -306,6 +309,7 @@ static void load_ranges(void)
 	fclose(f);
 	qsort(sendpath_ranges, n_sendpath_ranges, sizeof(struct range), range_cmp);
 	qsort(entry_points, n_entry_points, sizeof(struct range), range_cmp);
+	qsort(batch_points, n_batch_points, sizeof(struct range), range_cmp);
 }
 
 static void forget_saved_stacks(void)
@@ -335,7 +339,7 @@ static void window_start(void)
 	EACH_SLOT(s, i) {
 		s->at_open = s->count;
 		s->incl = 0;
-		s->incl_wake = 0;
+		s->incl_batch = 0;
 	}
 	load_ranges();
 	forget_saved_stacks();
@@ -365,7 +369,7 @@ static void window_end(void)
 		if (n) {
 			fprintf(f, "%llx %llu %llu %llu\n", (unsigned long long)s->vaddr,
 				(unsigned long long)n, (unsigned long long)s->incl,
-				(unsigned long long)s->incl_wake);
+				(unsigned long long)s->incl_batch);
 			total += n;
 		}
 	}
@@ -386,14 +390,14 @@ static struct frame *top(struct vcpu_state *v)
 	return &v->frames[v->depth];
 }
 
-static void push(struct vcpu_state *v, uint8_t inside, uint8_t barrier, uint8_t wake)
+static void push(struct vcpu_state *v, uint8_t inside, uint8_t barrier, uint8_t batch)
 {
 	if (v->depth + 1 >= MAX_DEPTH) {
 		n_overflows++;
 		return;
 	}
 	v->depth++;
-	v->frames[v->depth] = (struct frame){ inside, barrier, wake };
+	v->frames[v->depth] = (struct frame){ inside, barrier, batch };
 }
 
 /*
@@ -415,17 +419,17 @@ static void on_insn(unsigned int vcpu, void *udata)
 		/* Left Send-path code by a jump: a tail call, for this frame's rest. */
 		top(v)->inside = 1;
 	}
-	if (s->flags & F_WAKE_ENTRY)
-		top(v)->wake = 1;	/* the frame of the call into it */
+	if (s->flags & F_BATCH_ENTRY)
+		top(v)->batch = 1;	/* the frame of the call into it */
 	inside = (s->flags & F_SENDPATH) || top(v)->inside;
 	if (inside) {
 		s->incl++;
-		if (top(v)->wake)
-			s->incl_wake++;
+		if (top(v)->batch)
+			s->incl_batch++;
 	}
 	switch (s->kind) {
 	case K_CALL:
-		push(v, inside, 0, top(v)->wake);
+		push(v, inside, 0, top(v)->batch);
 		break;
 	case K_RET:
 		if (v->depth > 0 && !top(v)->barrier)
@@ -606,7 +610,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 					  qemu_plugin_insn_size(insn), vaddr);
 			s->flags = (in_sendpath(vaddr) ? F_SENDPATH : 0) |
 				   (in_range(&entry_range, vaddr) ? F_ENTRY : 0) |
-				   (in_range(&wake_entry, vaddr) ? F_WAKE_ENTRY : 0) |
+				   (in_sorted(batch_points, n_batch_points, vaddr) ? F_BATCH_ENTRY : 0) |
 				   (is_entry_point(vaddr, qemu_plugin_insn_data(insn),
 						   qemu_plugin_insn_size(insn)) ? F_ENTRY_POINT : 0);
 			/*
