@@ -114,7 +114,7 @@ check-debug:
 	@scripts/check.sh debug
 
 # Benchmarks of the two flavours: first the instruction-exact profile of the
-# Send path per reply class (scripts/profile.sh, about 3 minutes), then the
+# Send path per reply class (scripts/profile.sh, about 7 minutes), then the
 # end-to-end A/B under TCG (about 15 minutes).
 bench:
 	@scripts/profile.sh
