@@ -219,6 +219,16 @@ def main():
     first = results[0]
     classes = sorted({(cls, vers) for (_, cls, vers) in first},
                      key=lambda cv: (cv[1], cv[0]))
+
+    def per_reply(f, cls, vers, what):
+        vals = [res.get((f, cls, vers)) for res in results]
+        vals = [v for v in vals if v and v["replies"]]
+        replies = sum(v["replies"] for v in vals)
+        return sum(what(v) for v in vals) / replies if replies else 0
+
+    def no_batch(v):
+        return v["inclusive"] - v["batch"]
+
     print("    class           vers  replies(c/rust)  send-path insns/reply: c    rust (glue)  rust/c"
           "   kernel insns/reply: c      rust   rust/c")
     rows = []
@@ -239,8 +249,7 @@ def main():
         print(f"    {cls:15} {vers:5} {c['replies']:>6}/{r['replies']:<6}"
               f"   {cs:>20.0f} {rs:>7.0f} ({rg:>3.0f}) {ratio(rs, cs):>8}"
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
-        cn = (c["inclusive"] - c["batch"]) / c["replies"] if c["replies"] else 0
-        rn = (r["inclusive"] - r["batch"]) / r["replies"] if r["replies"] else 0
+        cn, rn = (per_reply(f, cls, vers, no_batch) for f in ("c", "rust"))
         if cs and ct:
             rows.append((cls, vers, rs / cs, rt / ct, rn / cn if cn else 0))
     print("    inclusive Send-path instructions per reply: its own and all it calls (interrupts"
@@ -249,15 +258,6 @@ def main():
     print("    class           vers   inclusive: c      rust   rust/c"
           "   without batch work: c    rust   rust/c   batch work: c   rust"
           + ("   rust/c without batch work per boot" if len(results) > 1 else ""))
-
-    def per_reply(f, cls, vers, what):
-        vals = [res.get((f, cls, vers)) for res in results]
-        vals = [v for v in vals if v and v["replies"]]
-        replies = sum(v["replies"] for v in vals)
-        return sum(what(v) for v in vals) / replies if replies else 0
-
-    def no_batch(v):
-        return v["inclusive"] - v["batch"]
 
     for cls, vers in classes:
         c, r = first.get(("c", cls, vers)), first.get(("rust", cls, vers))

@@ -135,18 +135,20 @@ struct saved_stack {
 };
 static struct saved_stack *saved;
 static size_t saved_size;	/* a power of two */
+static size_t n_saved;		/* keys in it */
 
 /* What the shadow stacks met in the open window. */
-static uint64_t n_barriers, n_underflows, n_overflows, n_switches, n_unknown_tasks, n_loads;
+static uint64_t n_barriers, n_underflows, n_overflows, n_switches, n_unknown_tasks;
 
-static size_t hash(uint64_t vaddr)
+/* The home of key in a power-of-two table of size entries. */
+static size_t hash(uint64_t key, size_t size)
 {
-	return (size_t)((vaddr * 0x9E3779B97F4A7C15ULL) >> 20) & (table_size - 1);
+	return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (size - 1);
 }
 
 static void table_insert(struct slot *s)
 {
-	size_t i = hash(s->vaddr);
+	size_t i = hash(s->vaddr, table_size);
 
 	while (table[i])
 		i = (i + 1) & (table_size - 1);
@@ -176,7 +178,7 @@ static struct slot *slot_for(uint64_t vaddr)
 	size_t i;
 
 	if (table_size) {
-		for (i = hash(vaddr); table[i]; i = (i + 1) & (table_size - 1))
+		for (i = hash(vaddr, table_size); table[i]; i = (i + 1) & (table_size - 1))
 			if (table[i]->vaddr == vaddr)
 				return table[i];
 	}
@@ -207,8 +209,6 @@ static int in_range(const struct range *r, uint64_t a)
 {
 	return a >= r->lo && a < r->hi;
 }
-
-static int in_sendpath(uint64_t a);
 
 static int in_sorted(const struct range *r, size_t n, uint64_t a)
 {
@@ -254,11 +254,6 @@ static int is_entry_point(uint64_t a, const unsigned char *b, size_t n)
 		if (in_range(&stub_ranges[i], a) && n == 2 && b[0] == 0x6a)
 			return 1;
 	return 0;
-}
-
-static int in_sendpath(uint64_t a)
-{
-	return in_sorted(sendpath_ranges, n_sendpath_ranges, a);
 }
 
 static int range_cmp(const void *a, const void *b)
@@ -320,7 +315,7 @@ static void forget_saved_stacks(void)
 		free(saved[i].frames);
 	free(saved);
 	saved = NULL;
-	saved_size = 0;
+	saved_size = n_saved = 0;
 }
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
@@ -344,7 +339,7 @@ static void window_start(void)
 	load_ranges();
 	forget_saved_stacks();
 	memset(vcpus, 0, sizeof(vcpus));
-	n_barriers = n_underflows = n_overflows = n_switches = n_unknown_tasks = n_loads = 0;
+	n_barriers = n_underflows = n_overflows = n_switches = n_unknown_tasks = 0;
 	window_open = 1;
 	qemu_plugin_reset(plugin_id, after_reset);
 }
@@ -373,11 +368,10 @@ static void window_end(void)
 			total += n;
 		}
 	}
-	fprintf(f, "shadow barriers %llu underflows %llu overflows %llu switches %llu unknown_tasks %llu loads %llu sendpath_ranges %zu\n",
+	fprintf(f, "shadow barriers %llu underflows %llu overflows %llu switches %llu unknown_tasks %llu sendpath_ranges %zu\n",
 		(unsigned long long)n_barriers, (unsigned long long)n_underflows,
 		(unsigned long long)n_overflows, (unsigned long long)n_switches,
-		(unsigned long long)n_unknown_tasks, (unsigned long long)n_loads,
-		n_sendpath_ranges);
+		(unsigned long long)n_unknown_tasks, n_sendpath_ranges);
 	fprintf(f, "total %llu\n", (unsigned long long)total);
 	fclose(f);
 	window_number++;
@@ -457,7 +451,7 @@ static struct saved_stack *saved_slot(uint64_t key, int insert)
 {
 	size_t i;
 
-	if (insert && (saved_size == 0 || n_switches * 2 > saved_size)) {
+	if (insert && (n_saved + 1) * 2 > saved_size) {
 		struct saved_stack *old = saved;
 		size_t old_size = saved_size, j;
 
@@ -470,7 +464,7 @@ static struct saved_stack *saved_slot(uint64_t key, int insert)
 		for (j = 0; j < old_size; j++) {
 			if (!old[j].key)
 				continue;
-			for (i = hash(old[j].key) & (saved_size - 1); saved[i].key;
+			for (i = hash(old[j].key, saved_size); saved[i].key;
 			     i = (i + 1) & (saved_size - 1))
 				;
 			saved[i] = old[j];
@@ -479,12 +473,13 @@ static struct saved_stack *saved_slot(uint64_t key, int insert)
 	}
 	if (!saved_size)
 		return NULL;
-	for (i = hash(key) & (saved_size - 1); saved[i].key; i = (i + 1) & (saved_size - 1))
+	for (i = hash(key, saved_size); saved[i].key; i = (i + 1) & (saved_size - 1))
 		if (saved[i].key == key)
 			return &saved[i];
 	if (!insert)
 		return NULL;
 	saved[i].key = key;
+	n_saved++;
 	return &saved[i];
 }
 
@@ -519,7 +514,6 @@ static void on_switch_load(unsigned int vcpu, qemu_plugin_meminfo_t info,
 
 	(void)info;
 	(void)udata;
-	n_loads++;
 	if (st && st->frames) {
 		memcpy(v->frames, st->frames, sizeof(struct frame) * (size_t)(st->depth + 1));
 		v->depth = st->depth;
@@ -608,7 +602,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 				continue;
 			s->kind = kind_of(qemu_plugin_insn_data(insn),
 					  qemu_plugin_insn_size(insn), vaddr);
-			s->flags = (in_sendpath(vaddr) ? F_SENDPATH : 0) |
+			s->flags = (in_sorted(sendpath_ranges, n_sendpath_ranges, vaddr) ? F_SENDPATH : 0) |
 				   (in_range(&entry_range, vaddr) ? F_ENTRY : 0) |
 				   (in_sorted(batch_points, n_batch_points, vaddr) ? F_BATCH_ENTRY : 0) |
 				   (is_entry_point(vaddr, qemu_plugin_insn_data(insn),
