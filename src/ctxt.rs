@@ -47,8 +47,9 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
 
 /// At transport teardown (`svc_rdma_free`, after `ib_drain_qp`: nothing
 /// of any ctxt is in flight any more): releases onto the free list the
-/// ctxts parked after a partial post ([`orphan_add`]) and those whose Send
-/// never completed ([`reclaim_unreturned`]); returns how many.
+/// ctxts parked after a partial post ([`orphans_release`]) and those whose
+/// Send never completed ([`reclaim_unreturned`]); returns how many. Both
+/// queue them on the release list, which one drain then empties.
 ///
 /// Their chunks' R/W contexts go back to `sc_rw_ctxts`, which
 /// `svc_rdma_free` has already emptied with `svc_rdma_destroy_rw_ctxts`
@@ -60,6 +61,7 @@ pub(crate) fn release_at_teardown(rdma: &Rdma) -> usize {
     let released = orphans_release(rdma)
         .saturating_add(usize::from_safe_cast(reclaim_unreturned(rdma).posted));
     if released > 0 {
+        release_completed(rdma);
         // SAFETY: we are in `svc_rdma_free` after `ib_drain_qp` (the
         // contract of this function's only production caller).
         unsafe { rdma.destroy_rw_ctxts() };
@@ -89,20 +91,14 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
 }
 
 /// `svc_rdma_send_ctxt_release`: unmaps, releases the reply's pages, and
-/// returns the ctxt to the free list. Inline in the drain, which releases
-/// a ctxt per reply; teardown's callers share [`send_ctxt_release`].
+/// returns the ctxt to the free list. Inline in the drain, its only
+/// caller (teardown queues what it releases for a drain too).
 #[inline(always)]
 fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt) {
     ctxt.release_io(events::dma_unmap_page);
     let ctxt = ctxt.into_ctxt();
     ctxt.set_state(CtxtState::Free);
     rdma.free_ctxts().push(ctxt);
-}
-
-/// [`release_to_pool`], out of line, for transport teardown.
-#[inline(never)]
-fn send_ctxt_release(rdma: &Rdma, ctxt: IdleCtxt) {
-    release_to_pool(rdma, ctxt);
 }
 
 /// `svc_rdma_send_ctxts_drain`: releases every ctxt whose Send completed.
@@ -141,8 +137,9 @@ pub(crate) struct Unreturned {
 /// on its free list. One still marked `Posted` had its WRs posted and
 /// never completed: the provider lost the completion (C leaks such a ctxt
 /// with its pages and mappings). Nothing of it can be in flight after the
-/// drain, so it is released to the free list here; anything else found is
-/// left alone (someone may still hold it) and reported.
+/// drain, so it is queued here for release (by [`release_at_teardown`]'s
+/// drain); anything else found is left alone (someone may still hold it)
+/// and reported.
 pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
     let mut found = Unreturned::default();
     // Taking a posted ctxt is sound only here: after the drain no
@@ -169,7 +166,7 @@ pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
             ctxt.ctxt().sqecount(),
             ctxt.ctxt().page_count()
         );
-        send_ctxt_release(rdma, ctxt);
+        ctxt.queue_at_teardown();
         stats::add(&stats::CTXTS_RECLAIMED, 1);
     }
     if found.other > 0 {
@@ -204,9 +201,10 @@ pub(crate) fn orphan_add(ctxt: Ctxt) {
     CtxtList::orphans().0.push(ctxt);
 }
 
-/// Releases the parked ctxts of `rdma` onto its free list; returns how
-/// many. Called only once `svc_rdma_free` has drained the QP
-/// (`ib_drain_qp`), so none of their Writes is in flight any more.
+/// Queues the parked ctxts of `rdma` for release (by
+/// [`release_at_teardown`]'s drain); returns how many. Called only once
+/// `svc_rdma_free` has drained the QP (`ib_drain_qp`), so none of their
+/// Writes is in flight any more.
 ///
 /// The module-wide list is only taken and sorted under its lock; the
 /// releases (DMA unmapping, page puts) run after it is dropped.
@@ -228,7 +226,7 @@ pub(crate) fn orphans_release(rdma: &Rdma) -> usize {
     for ctxt in ours {
         // SAFETY: the transport's QP is drained (see above): nothing of
         // this ctxt is in flight.
-        send_ctxt_release(rdma, unsafe { IdleCtxt::assume(ctxt) });
+        unsafe { IdleCtxt::assume(ctxt) }.queue_at_teardown();
         released = released.saturating_add(1);
     }
     released

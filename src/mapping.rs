@@ -32,16 +32,8 @@ use kernel::num::casts::FromSafeCast;
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
 /// checked against the array, which C does not do: an overrun is `EIO`.
 ///
-/// `device` is the transport's, read once per reply by the caller.
-///
-/// Out of line for head and tail; inline in the loop over the page
-/// fragments, where a mapped reply spends most of its mapping.
-#[inline(never)]
-fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
-    map_fragment(device, ctxt, frag)
-}
-
-/// [`page_dma_map`]'s body.
+/// `device` is the transport's, read once per reply by the caller. Inline
+/// in the one loop over a region's fragments.
 #[inline(always)]
 fn map_fragment(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
     let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
@@ -73,14 +65,8 @@ fn map_fragment(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
 /// before a failure stay counted in `num_sge`, so releasing the ctxt
 /// undoes them.
 fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int, Error> {
-    if let Some(head) = xdr.head() {
-        page_dma_map(device, ctxt, &head)?;
-    }
-    for frag in xdr.page_fragments() {
+    for frag in xdr.fragments() {
         map_fragment(device, ctxt, &frag)?;
-    }
-    if let Some(tail) = xdr.tail() {
-        page_dma_map(device, ctxt, &tail)?;
     }
     Ok(c_int::try_from(xdr.len()).unwrap_or(c_int::MAX))
 }
@@ -115,18 +101,14 @@ pub(crate) fn xb_count_sges(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_i
 }
 
 /// `svc_rdma_xb_linearize`: copies one region behind what was copied
-/// before; a copy past the header buffer is `EMSGSIZE`.
-#[inline]
+/// before; a copy past the header buffer is `EMSGSIZE`. Out of line: both
+/// of `process_nonpayloads`' ways (the whole reply, or the regions around
+/// result payloads) call this one copy.
+#[inline(never)]
 pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
     let dest = pd.dest.as_mut().ok_or(EMSGSIZE)?;
-    if let Some(head) = xdr.head() {
-        append(dest, &head)?;
-    }
-    for frag in xdr.page_fragments() {
+    for frag in xdr.fragments() {
         append(dest, &frag)?;
-    }
-    if let Some(tail) = xdr.tail() {
-        append(dest, &tail)?;
     }
     pd.length = pd.length.saturating_add(xdr.len());
     Ok(0)

@@ -66,6 +66,10 @@ pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) -> 
 /// sending while pages the Send or its Writes use could be freed. Done at
 /// most once per ctxt (a ctxt holding pages refuses more): a second move
 /// would take the NULL slots the first one left.
+///
+/// Out of line: the error path's ERR_CHUNK reply moves pages too, and the
+/// move's unrolled loop is not worth two copies.
+#[inline(never)]
 pub(crate) fn save_io_pages(rqst: &Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
     if ctxt.page_count() != 0 {
         return Err(EIO);

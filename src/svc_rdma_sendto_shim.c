@@ -130,18 +130,16 @@ s64 rs_sq_starve_sum(void)
 
 /* Wait queues */
 
-void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket)
+/*
+ * Sleeps on @wq until the transport closes or @v reaches @target: equals
+ * it (@exact: a wait ticket's turn) or is at least it (free SQ entries).
+ * One function for both waits of svc_rdma_sq_wait: wait_event is large.
+ */
+void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
+		const atomic_t *v, int target, bool exact)
 {
-	wait_event(rdma->sc_sq_ticket_wait,
-		   test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
-		   atomic_read(&rdma->sc_sq_ticket_tail) == ticket);
-}
-
-void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount)
-{
-	wait_event(rdma->sc_send_wait,
-		   test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
-		   atomic_read(&rdma->sc_sq_avail) >= sqecount);
+	wait_event(*wq, test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
+		   (exact ? atomic_read(v) == target : atomic_read(v) >= target));
 }
 
 /* Lock-free lists */
@@ -173,21 +171,6 @@ void *rs_page_address(struct page *page)
 int rs_ibdev_to_node(struct ib_device *dev)
 {
 	return ibdev_to_node(dev);
-}
-
-int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr)
-{
-	u64 a = ib_dma_map_single(dev, buf, len, DMA_TO_DEVICE);
-
-	if (ib_dma_mapping_error(dev, a))
-		return -EIO;
-	*addr = a;
-	return 0;
-}
-
-void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len)
-{
-	ib_dma_unmap_single(dev, addr, len, DMA_TO_DEVICE);
 }
 
 /*

@@ -66,8 +66,8 @@ void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);
 
 /* Wait queues: wait_event() is a statement macro */
-void rs_wait_sq_ticket(struct svcxprt_rdma *rdma, int ticket);
-void rs_wait_sq_avail(struct svcxprt_rdma *rdma, int sqecount);
+void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
+		const atomic_t *v, int target, bool exact);
 
 /* Lock-free lists: llist_add() and llist_del_all() are inline */
 bool rs_llist_add(struct llist_node *node, struct llist_head *head);
@@ -80,8 +80,6 @@ void *rs_page_address(struct page *page);
 
 /* Verbs: the ib_dma_* helpers handle devices without DMA (rxe, siw) */
 int rs_ibdev_to_node(struct ib_device *dev);
-int rs_ib_dma_map_single(struct ib_device *dev, void *buf, size_t len, u64 *addr);
-void rs_ib_dma_unmap_single(struct ib_device *dev, u64 addr, size_t len);
 u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 		       unsigned long offset, size_t len);
 u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len);

@@ -9,7 +9,6 @@
 //! (`Ctxt::unmap_payload`) or freed.
 
 use crate::sys;
-use core::ffi::c_void;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use kernel::num::casts::FromSafeCast;
@@ -45,31 +44,6 @@ impl IbDevice {
         // SAFETY: reads the node of a registered device (type invariant of
         // the borrow).
         unsafe { sys::rs_ibdev_to_node(self.as_ptr()) }
-    }
-
-    /// Maps `len` bytes of kernel memory at `buf` for sending; `None` when
-    /// the mapping fails.
-    ///
-    /// # Safety
-    ///
-    /// `buf` is `len` bytes of kernel lowmem that stay allocated until the
-    /// mapping is undone.
-    pub(crate) unsafe fn map_single(
-        &self,
-        buf: NonNull<c_void>,
-        len: usize,
-    ) -> Option<DmaMapping<'_>> {
-        let mut addr = 0u64;
-        // SAFETY: `buf` is `len` bytes of lowmem (`# Safety`); the device is
-        // registered.
-        let rc = unsafe { sys::rs_ib_dma_map_single(self.as_ptr(), buf.as_ptr(), len, &mut addr) };
-        let len = u32::try_from(len).ok()?;
-        (rc == 0).then_some(DmaMapping {
-            device: self,
-            addr,
-            len,
-            kind: Kind::Single,
-        })
     }
 
     /// Maps `len` bytes at `offset` in `page` for sending. On failure the
@@ -134,7 +108,6 @@ impl IbDevice {
             device: self,
             addr,
             len,
-            kind: Kind::Page,
         })
     }
 
@@ -162,24 +135,6 @@ impl IbDevice {
         // uses any more (`# Safety`), read by the shim for the call only.
         unsafe { sys::rs_ib_dma_unmap_pages(self.as_ptr(), sges.as_ptr(), sges.len()) };
     }
-
-    /// Undoes a single mapping that was stored in an SGE.
-    ///
-    /// # Safety
-    ///
-    /// As for [`Self::unmap_page`], for a mapping of [`Self::map_single`]
-    /// of `len` bytes.
-    pub(crate) unsafe fn unmap_single(&self, addr: u64, len: usize) {
-        // SAFETY: a live single mapping of `len` bytes on this registered
-        // device that no I/O uses any more (`# Safety`).
-        unsafe { sys::rs_ib_dma_unmap_single(self.as_ptr(), addr, len) };
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Page,
-    Single,
 }
 
 /// A live `DMA_TO_DEVICE` mapping.
@@ -187,13 +142,12 @@ enum Kind {
 /// # Invariants
 ///
 /// `addr`/`len` was mapped on `device` by [`IbDevice::map_page`] or
-/// [`IbDevice::map_single`] (as `kind` says) and is not yet unmapped.
+/// [`IbDevice::map_virt`] and is not yet unmapped.
 #[must_use = "dropping a mapping unmaps it"]
 pub(crate) struct DmaMapping<'a> {
     device: &'a IbDevice,
     addr: u64,
     len: u32,
-    kind: Kind,
 }
 
 impl DmaMapping<'_> {
@@ -214,13 +168,6 @@ impl DmaMapping<'_> {
 impl Drop for DmaMapping<'_> {
     fn drop(&mut self) {
         // SAFETY: the mapping is live and owned by `self` (type invariant).
-        unsafe {
-            match self.kind {
-                Kind::Page => self.device.unmap_page(self.addr, self.len),
-                Kind::Single => self
-                    .device
-                    .unmap_single(self.addr, usize::from_safe_cast(self.len)),
-            }
-        }
+        unsafe { self.device.unmap_page(self.addr, self.len) };
     }
 }

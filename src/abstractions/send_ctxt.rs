@@ -47,6 +47,17 @@ pub(crate) enum CtxtState {
 }
 
 impl CtxtState {
+    /// The state's name, for messages.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Owned => "Owned",
+            Self::Free => "Free",
+            Self::Posted => "Posted",
+            Self::Queued => "Queued",
+            Self::Orphan => "Orphan",
+        }
+    }
+
     /// The state a ledger holds, `None` for a value no state has.
     fn from_repr(v: i32) -> Option<Self> {
         match v {
@@ -128,7 +139,9 @@ fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
     ))
 }
 
-/// `kmalloc_node`, zeroed or not; `None` on failure.
+/// `kmalloc_node`, zeroed or not; `None` on failure. Out of line, as
+/// [`kfree`]: both run only when the pool grows or the transport goes.
+#[inline(never)]
 fn kmalloc(layout: Layout, zeroed: bool, node: i32) -> Option<NonNull<u8>> {
     let flags: Flags = if zeroed {
         GFP_KERNEL | __GFP_ZERO
@@ -145,10 +158,30 @@ fn kmalloc(layout: Layout, zeroed: bool, node: i32) -> Option<NonNull<u8>> {
 ///
 /// `ptr` is null or came from [`kmalloc`] with `layout`, and is not used
 /// again.
+#[inline(never)]
 unsafe fn kfree(ptr: *mut u8, layout: Layout) {
     if let Some(p) = NonNull::new(ptr) {
         // SAFETY: allocated by `Kmalloc` with `layout` (`# Safety`).
         unsafe { Kmalloc::free(p, layout) };
+    }
+}
+
+/// Frees the memory of a ctxt: its header buffer and page slots (each
+/// may be null, for a ctxt whose allocation failed half way), then the
+/// allocation of its ledger, struct and SGEs.
+///
+/// # Safety
+///
+/// `c` is a ctxt allocated by [`Ctxt::alloc`] of a transport whose
+/// [`layouts`] are `l`, not listed, its header mapping undone or never
+/// made, and not used again.
+unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layout)) {
+    // SAFETY: each buffer is null or was allocated with its layout
+    // (`# Safety`); nothing uses them any more.
+    unsafe {
+        kfree((*c).sc_xprt_buf.cast(), l.2);
+        kfree((*c).sc_pages.cast(), l.1);
+        kfree(ledger_ptr(c).cast(), l.0);
     }
 }
 
@@ -222,53 +255,48 @@ impl Ctxt {
     pub(crate) fn alloc(rdma: &Rdma) -> Option<Self> {
         let device = rdma.device();
         let node = device.numa_node();
-        let nsges = rdma.max_send_sges();
-        let npages = rdma.serv_maxpages();
-        let buf_len = rdma.max_req_size();
-        if nsges == 0 {
+        if rdma.max_send_sges() == 0 {
             // No SGE for the header: the transport cannot send at all.
             return None;
         }
-        let (ctxt_layout, pages_layout, buf_layout) = layouts(rdma)?;
-
-        let base = kmalloc(ctxt_layout, true, node);
-        let pages = kmalloc(pages_layout, true, node);
-        let buffer = kmalloc(buf_layout, false, node);
-        // SAFETY: `buffer` is `buf_len` bytes of lowmem, freed only after
-        // the mapping is undone (by `free`, or below).
-        let mapping = buffer.and_then(|b| unsafe { device.map_single(b.cast(), buf_len) });
-        let (Some(base), Some(pages), Some(buffer), Some(mapping)) = (base, pages, buffer, mapping)
-        else {
-            // SAFETY: each is null or allocated above with its layout, and
-            // not shared; a mapping made is undone by its drop first.
-            unsafe {
-                kfree(base.map_or(null_mut(), NonNull::as_ptr), ctxt_layout);
-                kfree(pages.map_or(null_mut(), NonNull::as_ptr), pages_layout);
-                kfree(buffer.map_or(null_mut(), NonNull::as_ptr), buf_layout);
+        let l = layouts(rdma)?;
+        let buf_len = u32::try_from(l.2.size()).ok()?;
+        let c = ctxt_of_ledger(kmalloc(l.0, true, node)?.cast::<Ledger>().as_ptr());
+        // SAFETY: a zeroed allocation of `l.0` that only this thread knows:
+        // the ledger, the C struct and its SGEs are ours to initialise in
+        // place. The two other buffers are recorded as soon as they are
+        // had, so that a failure frees what the ctxt records.
+        let mapping = unsafe {
+            (*c).sc_pages = kmalloc(l.1, true, node).map_or(null_mut(), |p| p.cast().as_ptr());
+            let buffer = kmalloc(l.2, false, node);
+            (*c).sc_xprt_buf = buffer.map_or(null_mut(), |b| b.cast().as_ptr());
+            // `buffer` is `buf_len` bytes of lowmem (kmalloc), freed
+            // only after the mapping is undone (by `free`, or below).
+            match buffer {
+                Some(b) if !(*c).sc_pages.is_null() => device.map_virt(b, buf_len).ok(),
+                _ => None,
             }
+        };
+        let Some(mapping) = mapping else {
+            // SAFETY: allocated above with `l`, not listed, not mapped.
+            unsafe { free_memory(c, &l) };
             return None;
         };
-
-        let c = ctxt_of_ledger(base.cast::<Ledger>().as_ptr());
-        // SAFETY: a zeroed allocation of `ctxt_layout` that only this thread
-        // knows: the ledger, the C struct and `nsges` SGEs are ours to
-        // initialise in place.
+        // SAFETY: as above: our new ctxt, being initialised.
         unsafe {
             rdma.new_send_cid(&mut (*c).sc_cid);
             (*c).sc_rdma = rdma.as_ptr();
-            (*c).sc_pages = pages.cast().as_ptr();
-            (*c).sc_maxpages = npages;
+            (*c).sc_maxpages = rdma.serv_maxpages();
             let wr = addr_of_mut!((*c).sc_send_wr);
             (*wr).next = null_mut();
             *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*c).sc_cqe);
             (*wr).sg_list = addr_of_mut!((*c).sc_sges).cast();
             (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
             sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
-            (*c).sc_xprt_buf = buffer.as_ptr().cast();
             sys::rs_xdr_buf_init(
                 addr_of_mut!((*c).sc_hdrbuf),
-                buffer.as_ptr().cast(),
-                buf_len,
+                (*c).sc_xprt_buf.cast(),
+                l.2.size(),
             );
         }
         let mut this = Self(NonNull::new(c)?);
@@ -655,9 +683,11 @@ impl Drop for Ctxt {
 }
 
 /// Reports a put that [`Ctxt::try_put`] refused: an error, and a warning
-/// with a backtrace the first time.
+/// with a backtrace the first time. Out of line: never expected to run.
+#[cold]
+#[inline(never)]
 pub(crate) fn report_refused_put(was: CtxtState) {
-    kernel::pr_err!("send ctxt put while {:?}: ignored\n", was);
+    kernel::pr_err!("send ctxt put while {}: ignored\n", was.name());
     kernel::do_once_lite! { kernel::warn_on!(true); }
 }
 
@@ -749,27 +779,42 @@ impl IdleCtxt {
         }
     }
 
+    /// Queues the ctxt on its transport's release list, as a put does but
+    /// without enqueueing the transport: for teardown, which releases the
+    /// list itself right after (the transport is being freed then, and
+    /// must not go back on a queue).
+    pub(crate) fn queue_at_teardown(self) {
+        let ctxt = self.0;
+        ctxt.set_state(CtxtState::Queued);
+        // SAFETY: the transport outlives its ctxts (`Ctxt` invariant); the
+        // pointer is copied, not borrowed from the ctxt we give away.
+        let rdma = unsafe { Rdma::from_raw(ctxt.raw().sc_rdma) };
+        rdma.released_ctxts().push(ctxt);
+    }
+
     /// Frees the ctxt: unlists it, undoes its header mapping, frees its
     /// buffers. Payload mappings or pages it still held would be leaked:
     /// free only released ctxts (those of the free list).
     pub(crate) fn free(self) {
         let ctxt = ManuallyDrop::new(self.0);
-        let Some((ctxt_layout, pages_layout, buf_layout)) = layouts(ctxt.rdma()) else {
+        let Some(l) = layouts(ctxt.rdma()) else {
             return;
         };
         let sge0 = ctxt.header_sge().addr;
         // SAFETY: nothing of the ctxt is in flight (type invariant), so its
-        // header mapping, made by `alloc` with the buffer's length, can go.
-        unsafe { ctxt.rdma().device().unmap_single(sge0, buf_layout.size()) };
+        // header mapping, made by `alloc` over the whole buffer, can go.
+        unsafe {
+            ctxt.rdma()
+                .device()
+                .unmap_page(sge0, u32::try_from(l.2.size()).unwrap_or(0))
+        };
         let c = ctxt.as_ptr();
         // SAFETY: the ctxt was allocated by `alloc` with these layouts (the
-        // transport's sizes are constant) and listed; it is ours, and its
-        // memory is not used again.
+        // transport's sizes are constant) and listed; it is ours, unmapped
+        // now, and its memory is not used again.
         unsafe {
             ledger_unlist(c);
-            kfree((*c).sc_xprt_buf.cast(), buf_layout);
-            kfree((*c).sc_pages.cast(), pages_layout);
-            kfree(ledger_ptr(c).cast(), ctxt_layout);
+            free_memory(c, &l);
         }
     }
 }

@@ -183,14 +183,34 @@ impl Rdma {
 
     /// Sleeps until ticket `ticket` is served or the transport closes.
     pub(crate) fn wait_sq_ticket(&self, ticket: i32) {
-        // SAFETY: the transport is live; process context (callers sleep).
-        unsafe { sys::rs_wait_sq_ticket(self.as_ptr(), ticket) }
+        let r = self.as_ptr();
+        // SAFETY: the transport is live, and the queue and counter are
+        // its own; process context (callers sleep).
+        unsafe {
+            sys::rs_wait_sq(
+                r,
+                addr_of_mut!((*r).sc_sq_ticket_wait),
+                addr_of!((*r).sc_sq_ticket_tail),
+                ticket,
+                true,
+            )
+        }
     }
 
     /// Sleeps until `n` SQ entries are free or the transport closes.
     pub(crate) fn wait_sq_avail(&self, n: i32) {
-        // SAFETY: the transport is live; process context (callers sleep).
-        unsafe { sys::rs_wait_sq_avail(self.as_ptr(), n) }
+        let r = self.as_ptr();
+        // SAFETY: the transport is live, and the queue and counter are
+        // its own; process context (callers sleep).
+        unsafe {
+            sys::rs_wait_sq(
+                r,
+                addr_of_mut!((*r).sc_send_wait),
+                addr_of!((*r).sc_sq_avail),
+                n,
+                false,
+            )
+        }
     }
 
     /// `svc_rdma_destroy_rw_ctxts`: frees the idle R/W contexts.

@@ -17,28 +17,47 @@ pub(crate) const PULLUP_THRESH: u32 = 1024 >> 1;
 
 /// The page fragments of `page_len` bytes starting `page_base` bytes into
 /// a page array: (page index, offset in page, length), in order.
-pub(crate) fn page_fragments(
-    page_base: u32,
-    page_len: u32,
+pub(crate) fn page_fragments(page_base: u32, page_len: u32, page_size: u32) -> PageFragments {
+    PageFragments {
+        index: (page_base.checked_div(page_size).unwrap_or(0)) as usize,
+        offset: page_base.checked_rem(page_size).unwrap_or(0),
+        remaining: page_len,
+        page_size,
+    }
+}
+
+/// The iterator of [`page_fragments`]: a plain struct, whose `next` is a
+/// few instructions where a closure's state made LLVM copy it per caller
+/// state.
+///
+/// # Invariants
+///
+/// `offset < page_size`, or both are 0 (a page size of 0 yields nothing).
+pub(crate) struct PageFragments {
+    index: usize,
+    offset: u32,
+    remaining: u32,
     page_size: u32,
-) -> impl Iterator<Item = (usize, u32, u32)> {
-    let first = (page_base / page_size) as usize;
-    let mut offset = page_base % page_size;
-    let mut remaining = page_len;
-    let mut index = first;
-    core::iter::from_fn(move || {
-        if remaining == 0 {
+}
+
+impl Iterator for PageFragments {
+    type Item = (usize, u32, u32);
+
+    #[inline]
+    fn next(&mut self) -> Option<(usize, u32, u32)> {
+        // `offset < page_size` (type invariant): the subtraction never
+        // wraps, and `len` is at most `remaining`; the page index cannot
+        // reach usize::MAX.
+        let len = self.page_size.wrapping_sub(self.offset).min(self.remaining);
+        if len == 0 {
             return None;
         }
-        // `offset` < `page_size` and `len` <= `remaining`: the subtractions
-        // never saturate; the page index cannot reach usize::MAX.
-        let len = page_size.saturating_sub(offset).min(remaining);
-        let frag = (index, offset, len);
-        remaining = remaining.saturating_sub(len);
-        offset = 0;
-        index = index.saturating_add(1);
+        let frag = (self.index, self.offset, len);
+        self.remaining = self.remaining.wrapping_sub(len);
+        self.offset = 0;
+        self.index = self.index.wrapping_add(1);
         Some(frag)
-    })
+    }
 }
 
 /// The shape of one `xdr_buf` region, as far as sending it is concerned.
