@@ -21,12 +21,13 @@
 //! where it is in that life. It lets `put` refuse a second put of the same
 //! ctxt, which would corrupt the lists, and lets the transport's teardown
 //! find ctxts that never came back: one whose Send was posted but whose
-//! completion never came (the provider lost it) is reclaimed once
-//! `ib_drain_qp` guarantees nothing of it is in flight, where C leaks it.
+//! completion never came (the provider lost it), or one parked after a
+//! partial post, is reclaimed once `ib_drain_qp` guarantees nothing of it
+//! is in flight, where C leaks it.
 
 use crate::abstractions::events;
 use crate::abstractions::send_ctxt::{
-    report_refused_put, take_ctxts_of, Ctxt, CtxtChain, CtxtList, CtxtState, IdleCtxt,
+    report_refused_put, take_ctxts_of, Ctxt, CtxtState, IdleCtxt,
 };
 use crate::abstractions::xprt::Rdma;
 use crate::stats;
@@ -47,9 +48,9 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
 
 /// At transport teardown (`svc_rdma_free`, after `ib_drain_qp`: nothing
 /// of any ctxt is in flight any more): releases onto the free list the
-/// ctxts parked after a partial post ([`orphans_release`]) and those whose
-/// Send never completed ([`reclaim_unreturned`]); returns how many. Both
-/// queue them on the release list, which one drain then empties.
+/// ctxts parked after a partial post ([`orphan_add`]) and those whose Send
+/// never completed, which [`reclaim_unreturned`] finds and queues on the
+/// release list; returns how many. One drain then empties the list.
 ///
 /// Their chunks' R/W contexts go back to `sc_rw_ctxts`, which
 /// `svc_rdma_free` has already emptied with `svc_rdma_destroy_rw_ctxts`
@@ -58,8 +59,8 @@ pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
 /// is destroyed only after this. Doing this here rather than in the final
 /// drain keeps every drain, called once per RPC, free of a teardown test.
 pub(crate) fn release_at_teardown(rdma: &Rdma) -> usize {
-    let released = orphans_release(rdma)
-        .saturating_add(usize::from_safe_cast(reclaim_unreturned(rdma).posted));
+    let found = reclaim_unreturned(rdma);
+    let released = usize::from_safe_cast(found.posted.saturating_add(found.parked));
     if released > 0 {
         release_completed(rdma);
         // SAFETY: we are in `svc_rdma_free` after `ib_drain_qp` (the
@@ -128,26 +129,32 @@ fn release_completed(rdma: &Rdma) {
 pub(crate) struct Unreturned {
     /// Posted, yet their completion never came: reclaimed.
     pub(crate) posted: u32,
-    /// Owned, queued or parked: left where they are, and still live.
+    /// Parked after a partial post ([`orphan_add`]): released.
+    pub(crate) parked: u32,
+    /// Owned or queued: left where they are, and still live.
     pub(crate) other: u32,
 }
 
 /// At transport teardown, once `ib_drain_qp` has flushed the QP and the
-/// final drain and orphan release have run, every ctxt of `rdma` should be
-/// on its free list. One still marked `Posted` had its WRs posted and
-/// never completed: the provider lost the completion (C leaks such a ctxt
-/// with its pages and mappings). Nothing of it can be in flight after the
-/// drain, so it is queued here for release (by [`release_at_teardown`]'s
-/// drain); anything else found is left alone (someone may still hold it)
-/// and reported.
+/// final drain has run, every ctxt of `rdma` should be on its free list
+/// or parked. One still marked `Posted` had its WRs posted and never
+/// completed: the provider lost the completion (C leaks such a ctxt with
+/// its pages and mappings); it is reported. Nothing of either can be in
+/// flight after the drain, so both are queued here for release (by
+/// [`release_at_teardown`]'s drain); anything else found is left alone
+/// (someone may still hold it) and reported.
 pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
     let mut found = Unreturned::default();
-    // Taking a posted ctxt is sound only here: after the drain no
-    // completion will ever take it.
-    let posted = take_ctxts_of(rdma, |state| match state {
+    // Taking a posted or parked ctxt is sound only here: after the drain
+    // no completion will ever take it, and no Write of it is in flight.
+    let taken = take_ctxts_of(rdma, |state| match state {
         CtxtState::Free => false,
         CtxtState::Posted => {
             found.posted = found.posted.saturating_add(1);
+            true
+        }
+        CtxtState::Orphan => {
+            found.parked = found.parked.saturating_add(1);
             true
         }
         _ => {
@@ -155,19 +162,21 @@ pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
             false
         }
     });
-    for ctxt in posted {
+    for ctxt in taken {
         // SAFETY: the QP is drained, so nothing of the ctxt is in flight.
         let ctxt = unsafe { IdleCtxt::assume(ctxt) };
-        let cid = ctxt.ctxt().cid();
-        kernel::pr_warn!(
-            "transport teardown: Send cq.id={} cid={} ({} WRs, {} pages) posted, never completed: reclaimed\n",
-            cid.ci_queue_id,
-            cid.ci_completion_id,
-            ctxt.ctxt().sqecount(),
-            ctxt.ctxt().page_count()
-        );
+        if ctxt.ctxt().state() == Some(CtxtState::Posted) {
+            let cid = ctxt.ctxt().cid();
+            kernel::pr_warn!(
+                "transport teardown: Send cq.id={} cid={} ({} WRs, {} pages) posted, never completed: reclaimed\n",
+                cid.ci_queue_id,
+                cid.ci_completion_id,
+                ctxt.ctxt().sqecount(),
+                ctxt.ctxt().page_count()
+            );
+            stats::add(&stats::CTXTS_RECLAIMED, 1);
+        }
         ctxt.queue_at_teardown();
-        stats::add(&stats::CTXTS_RECLAIMED, 1);
     }
     if found.other > 0 {
         kernel::pr_warn!(
@@ -192,42 +201,10 @@ pub(crate) fn send_ctxt_put(ctxt: Ctxt) {
 /// Parks a ctxt whose WR chain was only partly posted (see
 /// [`crate::sq::post_send`]): its Send will never complete, but posted
 /// Writes may still read its mappings, so it can be released only after
-/// `svc_rdma_free` has drained the QP: in [`release_at_teardown`].
-/// The list is module-wide because `svcxprt_rdma` has no field for it; it
-/// is only ever non-empty after a post failure, which also closes the
-/// connection.
+/// `svc_rdma_free` has drained the QP: in [`release_at_teardown`]. Marked
+/// [`CtxtState::Orphan`] and held by nothing but its ledger, which lists
+/// every ctxt: that is where teardown finds it.
 pub(crate) fn orphan_add(ctxt: Ctxt) {
     ctxt.set_state(CtxtState::Orphan);
-    CtxtList::orphans().0.push(ctxt);
-}
-
-/// Queues the parked ctxts of `rdma` for release (by
-/// [`release_at_teardown`]'s drain); returns how many. Called only once
-/// `svc_rdma_free` has drained the QP (`ib_drain_qp`), so none of their
-/// Writes is in flight any more.
-///
-/// The module-wide list is only taken and sorted under its lock; the
-/// releases (DMA unmapping, page puts) run after it is dropped.
-pub(crate) fn orphans_release(rdma: &Rdma) -> usize {
-    let (orphans, lock) = CtxtList::orphans();
-    let mut ours = CtxtChain::new();
-    {
-        let _guard = lock.lock();
-        for ctxt in orphans.take_all() {
-            if core::ptr::eq(ctxt.rdma(), rdma) {
-                ours.push(ctxt);
-            } else {
-                // Another transport's: back for its own release.
-                orphans.push(ctxt);
-            }
-        }
-    }
-    let mut released = 0usize;
-    for ctxt in ours {
-        // SAFETY: the transport's QP is drained (see above): nothing of
-        // this ctxt is in flight.
-        unsafe { IdleCtxt::assume(ctxt) }.queue_at_teardown();
-        released = released.saturating_add(1);
-    }
-    released
+    let _ = ctxt.into_raw();
 }

@@ -35,6 +35,13 @@ pub(crate) fn wake_send_waiters(rdma: &Rdma, avail: i32) {
     }
 }
 
+/// [`wake_send_waiters`] out of line, for the failure paths: the copy C's
+/// callers call. The Send completion keeps its inline copy.
+pub(crate) fn wake_send_waiters_outlined(rdma: &Rdma, avail: i32) {
+    // SAFETY: `rdma` is a live transport (the borrow's invariant).
+    unsafe { crate::exports::svc_rdma_wake_send_waiters(rdma.as_ptr(), avail) };
+}
+
 /// Takes `n` SQ entries if that many are free, else takes nothing.
 ///
 /// Different from C on purpose (C's `svc_rdma_sq_wait` subtracts first and
@@ -183,7 +190,9 @@ fn sq_wait_in_line(rdma: &Rdma, cid: &sys::rpc_rdma_cid, sqecount: i32) -> Resul
 /// `svc_rdma_post_send_err`: common handling of an `ib_post_send` failure.
 /// Closes the connection. Returns 0 if some WR was posted (`nothing_posted`
 /// false: a completion owns the rest of the work), else gives the entries
-/// back and returns `-ENOTCONN`.
+/// back and returns `-ENOTCONN`. Cold: only a failed post gets here.
+#[cold]
+#[inline(never)]
 pub(crate) fn post_send_err(
     rdma: &Rdma,
     cid: &sys::rpc_rdma_cid,
@@ -196,7 +205,7 @@ pub(crate) fn post_send_err(
     if !nothing_posted {
         return 0;
     }
-    wake_send_waiters(rdma, sqecount);
+    wake_send_waiters_outlined(rdma, sqecount);
     ENOTCONN.to_errno()
 }
 
@@ -253,9 +262,9 @@ fn send_failed(wc: &SendWc, sent: SentCtxt) {
 /// anywhere the Send was not posted and will never complete, while the
 /// posted Writes may still be using the ctxt's DMA mappings. The
 /// connection is closed, the unposted WRs' entries are returned now, and
-/// the ctxt is parked on the module's orphan list (see
-/// [`crate::ctxt::orphan_add`]), from which `svc_rdma_free` releases it
-/// once `ib_drain_qp` has flushed the posted Writes. Returns 0, as C does:
+/// the ctxt is parked (see [`crate::ctxt::orphan_add`]) until
+/// `svc_rdma_free` releases it, once `ib_drain_qp` has flushed the posted
+/// Writes. Returns 0, as C does:
 /// the reply is gone with the connection.
 pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
     let sqecount = ctxt.sqecount();
@@ -302,7 +311,7 @@ fn post_failed(rdma: &Rdma, failure: PostFailure) -> Result<(), (Error, Ctxt)> {
     };
     // Partial post, see above.
     post_send_err(rdma, &cid, false, sqecount, ret);
-    wake_send_waiters(rdma, unposted);
+    wake_send_waiters_outlined(rdma, unposted);
     ctxt::orphan_add(ctxt);
     Ok(())
 }

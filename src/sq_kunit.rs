@@ -458,6 +458,7 @@ mod tests {
             crate::ctxt::reclaim_unreturned(f.rdma()),
             crate::ctxt::Unreturned {
                 posted: 0,
+                parked: 0,
                 other: 1
             }
         );

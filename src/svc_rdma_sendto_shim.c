@@ -89,8 +89,6 @@ MODULE_PARM_DESC(send_ctxts_reclaimed,
 		 "Send contexts whose Send completion never came, reclaimed at transport teardown (read-only)");
 
 /* Statically initialised: the Rust crate has no module init of its own. */
-LLIST_HEAD(rs_orphans);
-DEFINE_SPINLOCK(rs_orphans_lock);
 LIST_HEAD(rs_send_ctxts_all);
 DEFINE_SPINLOCK(rs_send_ctxts_all_lock);
 

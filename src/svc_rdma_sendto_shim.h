@@ -46,10 +46,6 @@ struct rs_layout_entry {
 extern const struct rs_layout_entry rs_layout_table[];
 extern const unsigned int rs_layout_table_len;
 
-/* Send ctxts parked after a partial post, see ctxt.rs */
-extern struct llist_head rs_orphans;
-extern spinlock_t rs_orphans_lock;
-
 /* Every send ctxt of the module, for the check at transport teardown */
 extern struct list_head rs_send_ctxts_all;
 extern spinlock_t rs_send_ctxts_all_lock;

@@ -548,6 +548,14 @@ impl Ctxt {
         unsafe { (*ledger).state.get() }
     }
 
+    /// Where the ledger says the ctxt is (`READ_ONCE`); `None` for a value
+    /// no state has.
+    pub(crate) fn state(&self) -> Option<CtxtState> {
+        // SAFETY: the ledger's state word (`Ledger` invariants), read as
+        // `READ_ONCE`.
+        CtxtState::from_repr(unsafe { core::ptr::read_volatile(self.state_ptr()) })
+    }
+
     /// Records where the ctxt is going.
     pub(crate) fn set_state(&self, state: CtxtState) {
         // SAFETY: the ledger's state word, which only the ctxt's holder
@@ -1019,19 +1027,6 @@ impl CtxtList {
     pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::llist_head) -> &'a Self {
         // SAFETY: a transparent `Opaque<llist_head>`, live for `'a`.
         unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// The module-wide list of ctxts parked after a partial post (the
-    /// transport has no field for it), and the lock its consumers take.
-    pub(crate) fn orphans() -> (&'static Self, &'static SpinLock<()>) {
-        // SAFETY: the shim's statically initialised list and lock, which
-        // live as long as the module.
-        unsafe {
-            (
-                Self::from_raw(&raw mut sys::rs_orphans),
-                SpinLock::from_raw(&raw mut sys::rs_orphans_lock),
-            )
-        }
     }
 
     /// `llist_add`: adds `ctxt`; true if the list was empty. Any context,
