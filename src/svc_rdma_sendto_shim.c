@@ -120,13 +120,13 @@ void rs_sq_starve_inc(void)
 	percpu_counter_inc(&svcrdma_stat_sq_starve);
 }
 
+#ifdef RPCRDMA_RS_KUNIT
 /* For the KUnit suite; percpu_counter_sum() differs between SMP and UP. */
 s64 rs_sq_starve_sum(void)
 {
 	return percpu_counter_sum(&svcrdma_stat_sq_starve);
 }
-
-/* Wait queues */
+#endif
 
 /*
  * Sleeps on @wq until the transport closes or @v reaches @target: equals
