@@ -66,8 +66,8 @@ def main():
         sys.exit(f"no window {flavour} {cls} {vers} in {run}")
     table = pr.read_syms(os.path.join(run, f"kallsyms-{flavour}.txt"))
     names = pr.sendpath_names(build, flavour)
-    counts, _ = pr.window_counts(os.path.join(run, f"insn.{window}"))
-    per_insn, replies = pr.attribute(counts, table, flavour, names)
+    counts = pr.window_counts(os.path.join(run, f"insn.{window}"))[0]
+    per_insn, replies = pr.attribute(counts, table, flavour, names)[:2]
     if not replies:
         sys.exit("no replies counted")
     funcs = disassembly(ko) if pattern else {}

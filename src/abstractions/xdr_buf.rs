@@ -77,80 +77,43 @@ impl XdrBuf {
         }
     }
 
-    /// Its fragments in order: the head kvec unless empty, the page data
-    /// one fragment per page touched, the tail kvec unless empty. One
-    /// iterator, so that each consumer's per-fragment work is one loop
-    /// body, not one for the head, one for the pages and one for the tail.
-    pub(crate) fn fragments(&self) -> impl Iterator<Item = Fragment<'_>> + '_ {
-        let x = self.raw();
-        Fragments {
-            x,
-            step: Step::Head,
-            pages: pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32),
-        }
+    /// The head kvec, unless empty.
+    pub(crate) fn head(&self) -> Option<Fragment<'_>> {
+        Fragment::of_kvec(&self.raw().head[0])
     }
-}
 
-/// Where [`Fragments`] is in its buffer.
-#[derive(Clone, Copy)]
-enum Step {
-    Head,
-    Pages,
-    Tail,
-    Done,
-}
-
-/// The iterator of [`XdrBuf::fragments`].
-///
-/// # Invariants
-///
-/// `x` is the borrowed buffer (valid as [`XdrBuf`]'s invariant says);
-/// `pages` yields the page fragments of its page data.
-struct Fragments<'a, P> {
-    x: &'a sys::xdr_buf,
-    step: Step,
-    pages: P,
-}
-
-impl<'a, P: Iterator<Item = (usize, u32, u32)>> Iterator for Fragments<'a, P> {
-    type Item = Fragment<'a>;
-
-    fn next(&mut self) -> Option<Fragment<'a>> {
-        loop {
-            match self.step {
-                Step::Head => {
-                    self.step = Step::Pages;
-                    if let Some(f) = Fragment::of_kvec(&self.x.head[0]) {
-                        return Some(f);
-                    }
-                }
-                Step::Pages => {
-                    let Some((index, offset, len)) = self.pages.next() else {
-                        self.step = Step::Tail;
-                        continue;
-                    };
-                    // SAFETY: the page array covers `page_base + page_len`
-                    // (type invariant), which `page_fragments` stays within.
-                    let page = unsafe { *self.x.pages.add(index) };
-                    // A missing page is skipped, as C's loop would fault.
-                    if let Some(page) = NonNull::new(page) {
-                        return Some(Fragment {
-                            at: At::Page(page),
-                            offset,
-                            len,
-                            _buf: PhantomData,
-                        });
-                    }
-                }
-                Step::Tail => {
-                    self.step = Step::Done;
-                    if let Some(f) = Fragment::of_kvec(&self.x.tail[0]) {
-                        return Some(f);
-                    }
-                }
-                Step::Done => return None,
-            }
+    /// The head kvec when it is all the buffer holds (no page data, an
+    /// empty tail), unless empty: most pulled-up replies.
+    pub(crate) fn head_only(&self) -> Option<Fragment<'_>> {
+        let x = self.raw();
+        if x.page_len != 0 || x.tail[0].iov_len != 0 {
+            return None;
         }
+        self.head()
+    }
+
+    /// The tail kvec, unless empty.
+    pub(crate) fn tail(&self) -> Option<Fragment<'_>> {
+        Fragment::of_kvec(&self.raw().tail[0])
+    }
+
+    /// The page data, one fragment per page touched.
+    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Fragment<'_>> + '_ {
+        let x = self.raw();
+        let pages = x.pages;
+        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).filter_map(
+            move |(index, offset, len)| {
+                // SAFETY: the page array covers `page_base + page_len`
+                // (type invariant), which `page_fragments` stays within.
+                let page = unsafe { *pages.add(index) };
+                Some(Fragment {
+                    at: At::Page(NonNull::new(page)?),
+                    offset,
+                    len,
+                    _buf: PhantomData,
+                })
+            },
+        )
     }
 }
 
