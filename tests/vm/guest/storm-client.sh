@@ -28,8 +28,8 @@ srv "trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err"
 
 # Calls the server has received: proof that I/O runs on the new connection.
 calls() { srv 'stat_rdma recv'; }
-# The server's first: a client stuck on its hard mount may not finish its
-# own dump before the pair is stopped (one CI run lost both that way).
+# The server's first: the client's, behind its hung mount, may not reach
+# the disk before the pair is stopped (one CI run kept neither).
 stalled() {
 	srv 'stall_dump /results/stall-server.txt'
 	stall_dump /results/stall-client.txt
