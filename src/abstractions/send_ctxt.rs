@@ -219,7 +219,8 @@ impl Ctxt {
         NonNull::new(ptr).map(Self)
     }
 
-    /// Gives up ownership, for a caller that hands the ctxt to C.
+    /// Gives up ownership, for a caller that hands the ctxt to C, or
+    /// leaves it to its ledger alone (a parked ctxt, `ctxt::orphan_add`).
     pub(crate) fn into_raw(self) -> *mut sys::svc_rdma_send_ctxt {
         ManuallyDrop::new(self).0.as_ptr()
     }
@@ -598,25 +599,28 @@ impl Ctxt {
             // A value no state has reads as the state nothing may put.
             return Err(CtxtState::from_repr(was).unwrap_or(CtxtState::Free));
         }
-        ManuallyDrop::into_inner(this).queue_unchecked();
+        ManuallyDrop::into_inner(this).queue_unchecked(true);
         Ok(())
     }
 
     /// Queues the ctxt for release (the work of a put once its state
     /// allows it): marks it queued, adds it to its transport's release
-    /// list, and enqueues the transport on the empty→non-empty transition.
+    /// list, and, if `enqueue`, enqueues the transport on the
+    /// empty→non-empty transition. Every put enqueues; teardown, which
+    /// drains the list itself, must not (the transport is being freed).
     #[inline]
-    fn queue_unchecked(self) {
+    fn queue_unchecked(self, enqueue: bool) {
         let this = ManuallyDrop::new(self);
         // SAFETY: as the holder that puts it, we write the state word.
         unsafe { core::ptr::write_volatile(this.state_ptr(), CtxtState::Queued as i32) };
         let rdma = this.raw().sc_rdma;
         // SAFETY: the transport outlives its ctxts (type invariant), and
-        // the caller's context keeps it alive for this call (a request, or
-        // the Send completion, which `svc_rdma_free` waits for); `rdma` is
-        // a copy of the pointer, not a borrow of the ctxt we give away.
+        // the caller's context keeps it alive for this call (a request, the
+        // Send completion, which `svc_rdma_free` waits for, or teardown);
+        // `rdma` is a copy of the pointer, not a borrow of the ctxt we give
+        // away.
         let rdma = unsafe { Rdma::from_raw(rdma) };
-        if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) {
+        if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) && enqueue {
             rdma.set_data_and_enqueue();
         }
     }
@@ -792,12 +796,7 @@ impl IdleCtxt {
     /// list itself right after (the transport is being freed then, and
     /// must not go back on a queue).
     pub(crate) fn queue_at_teardown(self) {
-        let ctxt = self.0;
-        ctxt.set_state(CtxtState::Queued);
-        // SAFETY: the transport outlives its ctxts (`Ctxt` invariant); the
-        // pointer is copied, not borrowed from the ctxt we give away.
-        let rdma = unsafe { Rdma::from_raw(ctxt.raw().sc_rdma) };
-        rdma.released_ctxts().push(ctxt);
+        self.0.queue_unchecked(false);
     }
 
     /// Frees the ctxt: unlists it, undoes its header mapping, frees its
@@ -918,7 +917,7 @@ impl SentCtxt {
     /// is owed, without [`Ctxt::try_put`]'s check (its state is known).
     #[inline]
     pub(crate) fn put(self) {
-        self.0.queue_unchecked();
+        self.0.queue_unchecked(true);
     }
 }
 
