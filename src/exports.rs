@@ -122,7 +122,11 @@ same_signature!(svc_rdma_send_ctxt_put);
 /// # Safety
 ///
 /// `rdma` points to a live transport.
+///
+/// Never inlined: the crate's failure paths call this copy (see
+/// `sq::wake_send_waiters_outlined`).
 #[no_mangle]
+#[inline(never)]
 pub unsafe extern "C" fn svc_rdma_wake_send_waiters(rdma: *mut sys::svcxprt_rdma, avail: c_int) {
     // SAFETY: `rdma` is live for the call (`# Safety`).
     sq::wake_send_waiters(unsafe { Rdma::from_raw(rdma) }, avail);

@@ -34,16 +34,9 @@ use kernel::num::casts::FromSafeCast;
 ///
 /// `device` is the transport's, read once per reply by the caller.
 ///
-/// Out of line for head and tail; inline in the loop over the page
-/// fragments, where a mapped reply spends most of its mapping.
+/// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
 fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
-    map_fragment(device, ctxt, frag)
-}
-
-/// [`page_dma_map`]'s body.
-#[inline(always)]
-fn map_fragment(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
     let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
     let len = frag.len();
     let mapping = match frag.dma_map(device) {
@@ -77,7 +70,7 @@ fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int,
         page_dma_map(device, ctxt, &head)?;
     }
     for frag in xdr.page_fragments() {
-        map_fragment(device, ctxt, &frag)?;
+        page_dma_map(device, ctxt, &frag)?;
     }
     if let Some(tail) = xdr.tail() {
         page_dma_map(device, ctxt, &tail)?;

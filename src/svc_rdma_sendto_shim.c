@@ -92,37 +92,44 @@ MODULE_PARM_DESC(send_ctxts_reclaimed,
 LIST_HEAD(rs_send_ctxts_all);
 DEFINE_SPINLOCK(rs_send_ctxts_all_lock);
 
-void rs_list_del(struct list_head *entry)
+/*
+ * The glue from here on stands for static inlines and macros that C
+ * expands where they are used. It is notrace: an expansion has no ftrace
+ * entry (nor have the crate's Rust functions), and no use should pay for
+ * a patched-out __fentry__ call.
+ */
+
+notrace void rs_list_del(struct list_head *entry)
 {
 	list_del(entry);
 }
 
 /* Transport state */
 
-unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
+notrace unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma)
 {
 	return svc_serv_maxpages(rdma->sc_xprt.xpt_server);
 }
 
-void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid)
+notrace void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid)
 {
 	svc_rdma_send_cid_init(rdma, cid);
 }
 
-void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
+notrace void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
 {
 	set_bit(XPT_DATA, &rdma->sc_xprt.xpt_flags);
 	svc_xprt_enqueue(&rdma->sc_xprt);
 }
 
-void rs_sq_starve_inc(void)
+notrace void rs_sq_starve_inc(void)
 {
 	percpu_counter_inc(&svcrdma_stat_sq_starve);
 }
 
 #ifdef RPCRDMA_RS_KUNIT
 /* For the KUnit suite; percpu_counter_sum() differs between SMP and UP. */
-s64 rs_sq_starve_sum(void)
+notrace s64 rs_sq_starve_sum(void)
 {
 	return percpu_counter_sum(&svcrdma_stat_sq_starve);
 }
@@ -133,8 +140,8 @@ s64 rs_sq_starve_sum(void)
  * it (@exact: a wait ticket's turn) or is at least it (free SQ entries).
  * One function for both waits of svc_rdma_sq_wait: wait_event is large.
  */
-void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
-		const atomic_t *v, int target, bool exact)
+notrace void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
+			const atomic_t *v, int target, bool exact)
 {
 	wait_event(*wq, test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
 		   (exact ? atomic_read(v) == target : atomic_read(v) >= target));
@@ -142,31 +149,31 @@ void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
 
 /* Lock-free lists */
 
-bool rs_llist_add(struct llist_node *node, struct llist_head *head)
+notrace bool rs_llist_add(struct llist_node *node, struct llist_head *head)
 {
 	return llist_add(node, head);
 }
 
-struct llist_node *rs_llist_del_all(struct llist_head *head)
+notrace struct llist_node *rs_llist_del_all(struct llist_head *head)
 {
 	return llist_del_all(head);
 }
 
 /* Memory */
 
-void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len)
+notrace void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len)
 {
 	xdr_buf_init(buf, start, len);
 }
 
-void *rs_page_address(struct page *page)
+notrace void *rs_page_address(struct page *page)
 {
 	return page_address(page);
 }
 
 /* Verbs */
 
-int rs_ibdev_to_node(struct ib_device *dev)
+notrace int rs_ibdev_to_node(struct ib_device *dev)
 {
 	return ibdev_to_node(dev);
 }
@@ -178,8 +185,8 @@ int rs_ibdev_to_node(struct ib_device *dev)
  */
 static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
 
-u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
-		       unsigned long offset, size_t len)
+noinline notrace u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
+					 unsigned long offset, size_t len)
 {
 	u64 a = ib_dma_map_page(dev, page, offset, len, DMA_TO_DEVICE);
 
@@ -190,22 +197,24 @@ u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
  * The same for lowmem (a kvec), through its page: unmapping is per page.
  * A device without DMA gets page_address(page) + offset from
  * ib_dma_map_page(), which for a lowmem address is the address itself.
+ * Only a new ctxt's header is mapped so: rs_ib_dma_map_page() is not
+ * inlined here.
  */
-u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len)
+notrace u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len)
 {
 	if (ib_uses_virt_dma(dev))
 		return (uintptr_t)addr;
 	return rs_ib_dma_map_page(dev, virt_to_page(addr), offset_in_page(addr), len);
 }
 
-void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
+notrace void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
 {
 	ib_dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
 }
 
 /* A reply's payload SGEs, unmapped in one call (none to do without DMA). */
-void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
-			   size_t n)
+notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
+				   const struct ib_sge *sges, size_t n)
 {
 	size_t i;
 
@@ -224,7 +233,7 @@ void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
  * changes nothing the device sees: the header is not written meanwhile.
  * QP and PD are on one device (C syncs on sc_pd->device).
  */
-static noinline int
+static noinline notrace int
 rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 			const struct ib_send_wr *wr,
 			const struct ib_send_wr **bad_wr)
@@ -241,8 +250,9 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
  * ways are tail calls (the kernel's -fno-delete-null-pointer-checks keeps
  * a nonnull attribute from removing ib_post_send()'s on-stack dummy).
  */
-int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
-		    const struct ib_send_wr *wr, const struct ib_send_wr **bad_wr)
+notrace int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
+			    const struct ib_send_wr *wr,
+			    const struct ib_send_wr **bad_wr)
 {
 	if (!ib_uses_virt_dma(qp->device))
 		return rs_sync_header_and_post(qp, hdr, wr, bad_wr);
