@@ -202,7 +202,7 @@ fn check_pull_up(
         pd.length,
         pd.num_sges,
         u32::try_from(rdma.max_send_sges()).unwrap_or(u32::MAX),
-        u32::try_from(rdma.max_req_size()).unwrap_or(u32::MAX),
+        sctxt.header_buf_len(),
     )
     .map_err(|_| E2BIG)
 }

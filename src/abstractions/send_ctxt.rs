@@ -26,6 +26,7 @@ use kernel::alloc::allocator::Kmalloc;
 use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
 use kernel::ffi::c_int;
+use kernel::num::casts::FromSafeCast;
 use kernel::sync::SpinLock;
 use kernel::types::Opaque;
 
@@ -86,6 +87,9 @@ impl CtxtState {
 ///   orders it for the next holder. It is read with volatile loads
 ///   (`READ_ONCE`) where the holder is not known: a put's check and
 ///   teardown's census after the QP is drained.
+/// - `xprt_buf_len` is the length of the ctxt's header buffer
+///   (`sc_xprt_buf`), set by [`Ctxt::alloc`] before the ctxt is first handed
+///   out and never changed (0 for KUnit's stand-ins, which have none).
 ///
 /// Not atomic read-modify-writes: in a module each kernel-crate atomic is
 /// a call to a C helper, and the ledger is touched four times per reply.
@@ -97,6 +101,9 @@ impl CtxtState {
 pub(crate) struct Ledger {
     link: Opaque<sys::list_head>,
     state: Opaque<i32>,
+    /// Kept here, in the padding after `state`, rather than read through
+    /// `sc_rdma` (`sc_max_req_size`, a C `int` to range-check) at each use.
+    xprt_buf_len: u32,
 }
 
 /// Bytes from a ledger to its ctxt.
@@ -104,6 +111,8 @@ const LEDGER_SIZE: usize = size_of::<Ledger>();
 
 // The ctxt follows the ledger: the ledger's size keeps it aligned.
 kernel::static_assert!(LEDGER_SIZE % align_of::<sys::svc_rdma_send_ctxt>() == 0);
+// `xprt_buf_len` took the padding after `state`: no ctxt grew for it.
+kernel::static_assert!(LEDGER_SIZE == size_of::<sys::list_head>() + 8);
 
 /// The ledger of the ctxt at `ctxt`.
 fn ledger_ptr(ctxt: *mut sys::svc_rdma_send_ctxt) -> *mut Ledger {
@@ -285,6 +294,7 @@ impl Ctxt {
         };
         // SAFETY: as above: our new ctxt, being initialised.
         unsafe {
+            (*ledger_ptr(c)).xprt_buf_len = buf_len;
             rdma.new_send_cid(&mut (*c).sc_cid);
             (*c).sc_rdma = rdma.as_ptr();
             (*c).sc_maxpages = rdma.serv_maxpages();
@@ -356,11 +366,23 @@ impl Ctxt {
         c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
     }
 
+    /// Length of the transport header buffer (`sc_max_req_size` when the
+    /// ctxt was allocated).
+    pub(crate) fn header_buf_len(&self) -> u32 {
+        // SAFETY: the ledger in front of the ctxt (type invariant), whose
+        // `xprt_buf_len` nobody writes after allocation (its invariant).
+        unsafe { (*ledger_ptr(self.as_ptr())).xprt_buf_len }
+    }
+
+    fn xprt_buf_len(&self) -> usize {
+        usize::from_safe_cast(self.header_buf_len())
+    }
+
     /// The transport header buffer (`sc_max_req_size` bytes).
     pub(crate) fn header_buf(&mut self) -> &mut [u8] {
-        let len = self.rdma().max_req_size();
-        // SAFETY: `sc_xprt_buf` is `max_req_size` bytes allocated with the
-        // ctxt (type invariant), exclusively ours.
+        let len = self.xprt_buf_len();
+        // SAFETY: `sc_xprt_buf` is `xprt_buf_len` bytes allocated with the
+        // ctxt (the ledger's invariant), exclusively ours.
         unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) }
     }
 
@@ -369,9 +391,9 @@ impl Ctxt {
     /// from the struct the events read.
     pub(crate) fn header_buf_traced(&mut self) -> (&mut [u8], CtxtTracer<'_>) {
         let tracer = CtxtTracer(self.0, PhantomData);
-        let len = self.rdma().max_req_size();
-        // SAFETY: `sc_xprt_buf` is `max_req_size` bytes allocated with the
-        // ctxt (type invariant), exclusively ours, and not part of the
+        let len = self.xprt_buf_len();
+        // SAFETY: `sc_xprt_buf` is `xprt_buf_len` bytes allocated with the
+        // ctxt (the ledger's invariant), exclusively ours, and not part of the
         // struct `tracer` lets events read.
         let buf = unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) };
         (buf, tracer)
@@ -386,7 +408,7 @@ impl Ctxt {
     /// `xdr_reserve_space` calls leave them. A length past the buffer is
     /// cut to it.
     pub(crate) fn commit_header(&mut self, len: usize) {
-        let len = len.min(self.rdma().max_req_size());
+        let len = len.min(self.xprt_buf_len());
         let c = self.raw_mut();
         c.sc_hdrbuf.head[0].iov_len = len;
         c.sc_hdrbuf.len = u32::try_from(len).unwrap_or(u32::MAX);
