@@ -71,7 +71,9 @@ impl FakeRdma {
 
     /// A send ctxt of this transport with `writes` chained before its
     /// Send WR (stand-ins for chunk Writes), as `svc_rdma_send_ctxt_get`
-    /// would hand it out; no header buffer.
+    /// would hand it out, with an empty header buffer. Freed when `self`
+    /// is dropped (never by `IdleCtxt::free`, which frees what
+    /// `Ctxt::alloc` allocated).
     pub(crate) fn ctxt(&self, writes: &mut [sys::ib_send_wr]) -> Option<Ctxt> {
         Ctxt::alloc_fake(self.rdma(), writes)
     }

@@ -11,7 +11,7 @@ mod tests {
     use crate::abstractions::recv_ctxt::RecvCtxt;
     use crate::abstractions::rqst::Rqst;
     use crate::abstractions::send_ctxt::Ctxt;
-    use crate::fakes::{zalloc, zfree};
+    use crate::fakes::{zalloc, zfree, FakeRdma};
     use crate::reply::{result_payload, save_io_pages};
     use crate::sys;
     use core::ptr::{addr_of_mut, null_mut};
@@ -152,34 +152,39 @@ mod tests {
     }
 
     /// A zeroed request whose reply holds `n` (fake, never dereferenced)
-    /// pages, and a zeroed send ctxt with room for `room` pages.
+    /// pages, and a stand-in send ctxt (of a stand-in transport, which
+    /// frees it) with room for `room` pages.
     struct Pages {
         rqstp: *mut sys::svc_rqst,
         respages: [*mut sys::page; 8],
         ctxt: *mut sys::svc_rdma_send_ctxt,
         slots: [*mut sys::page; 8],
+        _rdma: FakeRdma,
     }
 
     impl Pages {
         fn new(n: usize, room: usize) -> Option<kernel::alloc::KBox<Self>> {
+            let rdma = FakeRdma::new(0, 1)?;
+            let ctxt = rdma.ctxt(&mut [])?.into_raw();
             let mut p = kernel::alloc::KBox::new(
                 Self {
                     rqstp: zalloc::<sys::svc_rqst>(),
                     respages: [null_mut(); 8],
-                    ctxt: zalloc::<sys::svc_rdma_send_ctxt>(),
+                    ctxt,
                     slots: [null_mut(); 8],
+                    _rdma: rdma,
                 },
                 kernel::alloc::flags::GFP_KERNEL,
             )
             .ok()?;
-            if p.rqstp.is_null() || p.ctxt.is_null() || n > 8 || room > 8 {
+            if p.rqstp.is_null() || n > 8 || room > 8 {
                 return None;
             }
             for (i, page) in p.respages.iter_mut().take(n).enumerate() {
                 *page = core::ptr::dangling_mut::<sys::page>().wrapping_add(i.wrapping_add(1));
             }
-            // SAFETY: zeroed objects only this test knows; the arrays live
-            // in the box, which does not move.
+            // SAFETY: a zeroed request and a stand-in ctxt only this test
+            // knows; the arrays live in the box, which does not move.
             unsafe {
                 (*p.rqstp).rq_respages = p.respages.as_mut_ptr();
                 (*p.rqstp).rq_next_page = p.respages.as_mut_ptr().add(n);
@@ -191,8 +196,8 @@ mod tests {
 
         /// `save_io_pages` on the test's request and ctxt.
         fn save(&self) -> Result {
-            // SAFETY: our zeroed request and ctxt, used by no one else;
-            // `save_io_pages` uses only their page fields.
+            // SAFETY: our zeroed request and stand-in ctxt, used by no one
+            // else; `save_io_pages` uses only their page fields.
             let (rqst, ctxt) = unsafe { (Rqst::from_raw(self.rqstp), Ctxt::from_raw(self.ctxt)) };
             let mut ctxt = ctxt.ok_or(EINVAL)?;
             let r = save_io_pages(rqst, &mut ctxt);
@@ -210,11 +215,8 @@ mod tests {
     impl Drop for Pages {
         fn drop(&mut self) {
             // SAFETY: allocated in `new` by `zalloc` (or null), no longer
-            // used.
-            unsafe {
-                zfree(self.rqstp);
-                zfree(self.ctxt);
-            }
+            // used. The ctxt goes with its transport, `_rdma`.
+            unsafe { zfree(self.rqstp) };
         }
     }
 

@@ -93,10 +93,11 @@ LIST_HEAD(rs_send_ctxts_all);
 DEFINE_SPINLOCK(rs_send_ctxts_all_lock);
 
 /*
- * The glue from here on stands for static inlines and macros that C
- * expands where they are used. It is notrace: an expansion has no ftrace
- * entry (nor have the crate's Rust functions), and no use should pay for
- * a patched-out __fentry__ call.
+ * The glue below, up to the tracepoints, stands for static inlines and
+ * macros that C expands where they are used. It is notrace, as the kernel
+ * makes every inline function (compiler_types.h): an expansion has no
+ * ftrace entry (nor have the crate's Rust functions), and no use should
+ * pay for a patched-out __fentry__ call.
  */
 
 notrace void rs_list_del(struct list_head *entry)

@@ -88,8 +88,8 @@ impl CtxtState {
 ///   (`READ_ONCE`) where the holder is not known: a put's check and
 ///   teardown's census after the QP is drained.
 /// - `xprt_buf_len` is the length of the ctxt's header buffer
-///   (`sc_xprt_buf`), set by [`Ctxt::alloc`] before the ctxt is first handed
-///   out and never changed (0 for KUnit's stand-ins, which have none).
+///   (`sc_xprt_buf`), set before the ctxt is first handed out and never
+///   changed.
 ///
 /// Not atomic read-modify-writes: in a module each kernel-crate atomic is
 /// a call to a C helper, and the ledger is touched four times per reply.
@@ -101,8 +101,9 @@ impl CtxtState {
 pub(crate) struct Ledger {
     link: Opaque<sys::list_head>,
     state: Opaque<i32>,
-    /// Kept here, in the padding after `state`, rather than read through
-    /// `sc_rdma` (`sc_max_req_size`, a C `int` to range-check) at each use.
+    /// Length of `sc_xprt_buf` in bytes. Kept here (in the padding after
+    /// `state`, on 64-bit) rather than read through `sc_rdma`
+    /// (`sc_max_req_size`, a C `int` to range-check) at each use.
     xprt_buf_len: u32,
 }
 
@@ -111,8 +112,6 @@ const LEDGER_SIZE: usize = size_of::<Ledger>();
 
 // The ctxt follows the ledger: the ledger's size keeps it aligned.
 kernel::static_assert!(LEDGER_SIZE % align_of::<sys::svc_rdma_send_ctxt>() == 0);
-// `xprt_buf_len` took the padding after `state`: no ctxt grew for it.
-kernel::static_assert!(LEDGER_SIZE == size_of::<sys::list_head>() + 8);
 
 /// The ledger of the ctxt at `ctxt`.
 fn ledger_ptr(ctxt: *mut sys::svc_rdma_send_ctxt) -> *mut Ledger {
@@ -211,6 +210,9 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 /// - It has at least one SGE. SGEs `1..num_sge` hold payload mappings not
 ///   yet undone; SGE 0 holds the header buffer's mapping, made at
 ///   allocation.
+/// - `sc_xprt_buf` points to its own header buffer, of its ledger's
+///   `xprt_buf_len` bytes, which C code never reassigns (a stand-in's is
+///   empty).
 pub(crate) struct Ctxt(NonNull<sys::svc_rdma_send_ctxt>);
 
 // SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
@@ -374,6 +376,7 @@ impl Ctxt {
         unsafe { (*ledger_ptr(self.as_ptr())).xprt_buf_len }
     }
 
+    /// [`Self::header_buf_len`] as a slice length.
     fn xprt_buf_len(&self) -> usize {
         usize::from_safe_cast(self.header_buf_len())
     }
@@ -381,8 +384,8 @@ impl Ctxt {
     /// The transport header buffer (`sc_max_req_size` bytes).
     pub(crate) fn header_buf(&mut self) -> &mut [u8] {
         let len = self.xprt_buf_len();
-        // SAFETY: `sc_xprt_buf` is `xprt_buf_len` bytes allocated with the
-        // ctxt (the ledger's invariant), exclusively ours.
+        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of `xprt_buf_len`
+        // bytes (type invariant), exclusively ours.
         unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) }
     }
 
@@ -392,8 +395,8 @@ impl Ctxt {
     pub(crate) fn header_buf_traced(&mut self) -> (&mut [u8], CtxtTracer<'_>) {
         let tracer = CtxtTracer(self.0, PhantomData);
         let len = self.xprt_buf_len();
-        // SAFETY: `sc_xprt_buf` is `xprt_buf_len` bytes allocated with the
-        // ctxt (the ledger's invariant), exclusively ours, and not part of the
+        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of `xprt_buf_len`
+        // bytes (type invariant), exclusively ours, and not part of the
         // struct `tracer` lets events read.
         let buf = unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) };
         (buf, tracer)
@@ -1279,6 +1282,9 @@ impl Ctxt {
         let c = ctxt_of_ledger(kmalloc(ctxt_layout(nsges)?, true, -1)?.cast().as_ptr());
         // SAFETY: a zeroed ctxt, with its ledger, only this test knows.
         unsafe {
+            // No header buffer: an empty one (`xprt_buf_len` is 0), whose
+            // pointer is not null, as a slice's must not be.
+            (*c).sc_xprt_buf = NonNull::<u8>::dangling().as_ptr().cast();
             (*c).sc_rdma = rdma.as_ptr();
             sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
             sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_reply_info.wi_cc.cc_rwctxts));
