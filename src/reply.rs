@@ -26,7 +26,6 @@ use kernel::error::{
     code::{E2BIG, EINVAL, EIO, EMSGSIZE, ENOMEM, ENOTCONN, EPROTONOSUPPORT},
     Error,
 };
-use kernel::num::casts::FromSafeCast;
 
 /// The errno of a core error, as C returns it.
 fn errno(e: proto::Error) -> Error {
@@ -209,7 +208,7 @@ pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
         return drop_connection(rdma, rqst, ENOMEM);
     };
     // C's first `xdr_reserve_space`: room for the fixed header at least.
-    if usize::from_safe_cast(sctxt.header_buf_len()) < FIXED_HDR_LEN {
+    if sctxt.header_buf_size() < FIXED_HDR_LEN {
         return put_ctxt(rdma, rqst, sctxt, EMSGSIZE);
     }
     let ret = sctxt.prepare_write_list(rctxt, rqst.res());

@@ -376,16 +376,16 @@ impl Ctxt {
         unsafe { (*ledger_ptr(self.as_ptr())).xprt_buf_len }
     }
 
-    /// [`Self::header_buf_len`] as a slice length.
-    fn xprt_buf_len(&self) -> usize {
+    /// [`Self::header_buf_len`] in bytes as a slice length.
+    pub(crate) fn header_buf_size(&self) -> usize {
         usize::from_safe_cast(self.header_buf_len())
     }
 
     /// The transport header buffer (`sc_max_req_size` bytes).
     pub(crate) fn header_buf(&mut self) -> &mut [u8] {
-        let len = self.xprt_buf_len();
-        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of `xprt_buf_len`
-        // bytes (type invariant), exclusively ours.
+        let len = self.header_buf_size();
+        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of its ledger's
+        // `xprt_buf_len` bytes (type invariant), exclusively ours.
         unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) }
     }
 
@@ -394,9 +394,9 @@ impl Ctxt {
     /// from the struct the events read.
     pub(crate) fn header_buf_traced(&mut self) -> (&mut [u8], CtxtTracer<'_>) {
         let tracer = CtxtTracer(self.0, PhantomData);
-        let len = self.xprt_buf_len();
-        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of `xprt_buf_len`
-        // bytes (type invariant), exclusively ours, and not part of the
+        let len = self.header_buf_size();
+        // SAFETY: `sc_xprt_buf` is the ctxt's buffer of its ledger's
+        // `xprt_buf_len` bytes (type invariant), exclusively ours, and not part of the
         // struct `tracer` lets events read.
         let buf = unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) };
         (buf, tracer)
@@ -411,7 +411,7 @@ impl Ctxt {
     /// `xdr_reserve_space` calls leave them. A length past the buffer is
     /// cut to it.
     pub(crate) fn commit_header(&mut self, len: usize) {
-        let len = len.min(self.xprt_buf_len());
+        let len = len.min(self.header_buf_size());
         let c = self.raw_mut();
         c.sc_hdrbuf.head[0].iov_len = len;
         c.sc_hdrbuf.len = u32::try_from(len).unwrap_or(u32::MAX);
