@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults storm debian check-debug pair bench profile lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults dma-mutations storm debian check-debug pair bench profile coverage lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -32,6 +32,7 @@ help:
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make bench    instruction profile per reply class, then the end-to-end A/B"
 	@echo "make profile  the instruction profile alone (N=RPCs per class, RUNS=boots)"
+	@echo "make coverage machine-code coverage of the Send path, both flavours (FLOOR=PCT for rust)"
 	@echo "make debian   DKMS build on Debian's toolchain, Debian's kernel serving with ours and its own"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
@@ -96,6 +97,12 @@ stress:
 faults:
 	@scripts/check.sh faults
 
+# The DMA-mapped test mode against rust builds with a deliberate DMA-API
+# misuse: make check runs two (skip_header_sync, leak_on_error), this
+# target all four.
+dma-mutations:
+	@scripts/check.sh dma-mutations all
+
 # Disconnect storm (rxe device deleted and re-added under load); make check
 # runs 10 cycles, this target CYCLES (default 10).
 storm:
@@ -123,6 +130,14 @@ bench:
 # The instruction profile alone: make profile [N=RPCS] [RUNS=BOOTS].
 profile:
 	@scripts/profile.sh $(or $(N),200) $(or $(RUNS),2)
+
+# Machine-code coverage of the Send path: debuginfo builds of both flavours,
+# the smoke, teardown and hostile workloads under a TCG plugin recording
+# every executed kernel instruction; instructions executed per function and
+# the rust flavour's never-executed blocks with their source lines
+# (scripts/coverage.sh). make coverage [FLOOR=PCT]: fail below PCT% for rust.
+coverage:
+	@COVERAGE_FLOOR=$(FLOOR) scripts/coverage.sh
 
 # Install build/rust/rpcrdma.ko into /lib/modules/KVER/updates/ (KDIR= for
 # the target kernel, INSTALL_MOD_PATH= for a staging root), or remove it.

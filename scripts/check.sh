@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|storm|bench-smoke|profile-smoke|debian|debug]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -264,12 +264,13 @@ do_e2e_flavour() {
 # teardown FLAVOUR: server transports torn down under load. The test is
 # about Sends in flight at teardown, seen as flushed Send completions;
 # whether a stop catches one is timing, so a run that caught none is
-# repeated once before the check fails.
+# repeated once before the check fails. In the DMA-mapped mode
+# (vm-run.sh -D): every mapping of the torn-down transports must be undone.
 do_teardown_flavour() {
 	local flavour=$1 attempt run rc flushed
 	for attempt in 1 2; do
 		rc=0
-		run=$(bash "$TOP/scripts/vm-run.sh" -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
+		run=$(bash "$TOP/scripts/vm-run.sh" -D -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
 		flushed=$(sed -n 's/^teardown_trace_svcrdma_wc_send_flush=//p' "$run/summary" 2>/dev/null)
 		[ "$rc" = 0 ] && [ "${flushed:-0}" -gt 0 ] && break
 		[ "$rc" = 0 ] && echo "    teardown $flavour: no Send was in flight at any stop; running again"
@@ -333,7 +334,8 @@ do_stress_debug() {
 }
 
 # Fault injection (RPCRDMA_RS_FAULT_INJECTION=y build of the rust flavour):
-# 100 faults at each of 4 points under a verifying load.
+# 100 faults at each of 4 points under a verifying load, in the DMA-mapped
+# mode: every error path must undo its mappings.
 do_faults() {
 	local run rc=0
 	if ! MODULE_MAKE_ARGS="RPCRDMA_RS_FAULT_INJECTION=y" \
@@ -342,10 +344,16 @@ do_faults() {
 		return 1
 	fi
 	ok "rpcrdma.ko builds with RPCRDMA_RS_FAULT_INJECTION=y"
-	run=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n faults-rust faults 100) || rc=$?
+	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 900 -n faults-rust faults 100) || rc=$?
 	relay_guest "faults rust" "$run"
 	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	[ "$rc" = 0 ] || bad "faults rust VM run (status $rc, logs in $run)"
+}
+
+# The DMA-mapped mode catches what it is for (scripts/dma-mutations.sh):
+# rust builds with a deliberate DMA-API misuse must fail the way they should.
+do_dma_mutations() {
+	relay_script "" bash "$TOP/scripts/dma-mutations.sh" "$@"
 }
 
 # Disconnect storm: the server's rxe device deleted and re-added CYCLES
@@ -438,6 +446,7 @@ all)
 		phase hostile do_hostile || true
 		phase stress do_stress || true
 		phase faults do_faults || true
+		phase dma-mutations do_dma_mutations || true
 		phase storm do_storm 10 || true
 		phase bench-smoke do_bench_smoke || true
 		phase profile-smoke do_profile_smoke || true
@@ -475,7 +484,8 @@ bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke d
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
+dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
 esac
 summary

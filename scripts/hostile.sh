@@ -20,10 +20,13 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 declare -A RUN
 FLAVOURS=rust
+# In the DMA-mapped mode (vm-run.sh -D) unless HOSTILE_DMA=0.
+DMA_OPT=()
+[ "${HOSTILE_DMA:-1}" = 1 ] && DMA_OPT=(-D)
 [ "${COMPARE:-1}" = 1 ] && FLAVOURS="rust c"
 for f in $FLAVOURS; do
 	rc=0
-	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
+	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 "${DMA_OPT[@]}" -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
 	if [ "$f" = rust ]; then
 		relay_guest_log "" "${RUN[$f]}"
 		# Passed, but not at the first try: shown, with why.

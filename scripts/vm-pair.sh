@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
 #
 # Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
 # FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
@@ -10,16 +10,19 @@
 # else is reachable from either). Prints "SERVER_RUN CLIENT_RUN" and exits
 # non-zero if either guest failed. -e adds a kernel command-line parameter to
 # both (repeatable), e.g. rs_fabric=siw for soft-iWARP instead of soft-RoCE.
+# -D boots the server VM alone in the DMA-mapped mode (vm-run.sh -D); the
+# client stays as it is.
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=900 CPUS=2 EXTRA=()
-while getopts t:c:e: o; do
+TIMEOUT=900 CPUS=2 EXTRA=() SERVER_EXTRA=()
+while getopts t:c:e:D o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	c) CPUS=$OPTARG ;;
 	e) EXTRA+=(-e "$OPTARG") ;;
-	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	D) SERVER_EXTRA+=(-D) ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -29,7 +32,7 @@ PORT=$((20000 + RANDOM % 20000))
 VMRUN=$TOP/scripts/vm-run.sh
 out=$(mktemp -d)
 
-bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" "${SERVER_EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
 	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 server=$!
 sleep 3

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES]
-#           [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] SCRIPT [ARG...]
+#           [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] [-D]
+#           SCRIPT [ARG...]
 #
 # Boots the test kernel under QEMU (TCG) with the cached rootfs as a
 # read-only 9p root, runs tests/vm/guest/SCRIPT.sh inside with ARGs, and
@@ -24,12 +25,18 @@
 # -P loads a TCG plugin ("PATH.so,arg=value,..."; @RUN@ in it becomes the
 # run's directory), e.g. the instruction profiler of scripts/profile.sh.
 # -Q adds QEMU options (split on spaces), e.g. "-icount shift=0,sleep=off".
+# -D boots in the DMA-mapped mode (test kernel only): soft-RoCE and
+# soft-iWARP map through their NIC's PCI function (rdma_rxe.dma_mapped=1,
+# siw.dma_mapped=1, scripts/kernel-patches/0002), every mapping bounced
+# through swiotlb (swiotlb=force) and checked by CONFIG_DMA_API_DEBUG, as
+# on a server whose RDMA NIC is behind swiotlb; a second NIC, eth1, is
+# there for a second software RDMA device (tests/vm/guest/lib.sh, dma_*).
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN= QEMU_EXTRA=
-while getopts t:n:m:c:N:M:d:K:I:e:A:P:Q: o; do
+KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN= QEMU_EXTRA= DMA_MAPPED=0
+while getopts t:n:m:c:N:M:d:K:I:e:A:P:Q:D o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	n) NAME=$OPTARG ;;
@@ -44,7 +51,8 @@ while getopts t:n:m:c:N:M:d:K:I:e:A:P:Q: o; do
 	A) ACCEL=$OPTARG ;;
 	P) PLUGIN=$OPTARG ;;
 	Q) QEMU_EXTRA=$OPTARG ;;
-	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] SCRIPT [ARG...]" ;;
+	D) DMA_MAPPED=1 ;;
+	*) die "usage: vm-run.sh [-t TIMEOUT] [-n NAME] [-m MEM] [-c CPUS] [-N NETDEV] [-M MAC] [-d MODULES] [-K KERNEL -I INITRD] [-e PARAM] [-A ACCEL] [-P PLUGIN] [-Q QEMU_ARGS] [-D] SCRIPT [ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -53,6 +61,9 @@ shift $((OPTIND - 1))
 SCRIPT=${1:?guest script name}
 shift
 [ -x "$TOP/tests/vm/guest/$SCRIPT.sh" ] || die "no guest script tests/vm/guest/$SCRIPT.sh"
+
+[ "$DMA_MAPPED" = 0 ] || [ -z "$KIMAGE" ] ||
+	die "-D needs the test kernel (its soft-RoCE/soft-iWARP patch and DMA-API debugging)"
 
 ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: run scripts/mkrootfs.sh"
 if [ -n "$KIMAGE" ]; then
@@ -90,6 +101,10 @@ fs() { # id path [ro]
 # A virtio NIC, by default on a QEMU hub with no other port: soft-RoCE gets
 # a real Ethernet device, and no frame ever leaves the VM.
 NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC"
+if [ "$DMA_MAPPED" = 1 ]; then
+	EXTRA="$EXTRA rs_dma=1 swiotlb=force,track_hiwater rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
+	NET="$NET -netdev hubport,hubid=1,id=n1 -device virtio-net-pci,netdev=n1,mac=${MAC%:*}:f1"
+fi
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose
@@ -99,7 +114,7 @@ rs_build=$MODULE_OUT$EXTRA"
 # should reach the console, and kmemleak's is requested by the tests.
 [ "$KERNEL_VARIANT" = debug ] && CMDLINE="$CMDLINE kasan.fault=report kasan_multi_shot"
 
-say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note), logs in $RUN" >&2
+say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")), logs in $RUN" >&2
 t0=$SECONDS
 rc=0
 # shellcheck disable=SC2046,SC2086 # the option lists are meant to split

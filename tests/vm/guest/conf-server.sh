@@ -56,6 +56,13 @@ if [ "$FABRIC" = rxe ]; then
 	done </tmp/wire.out
 	cp /tmp/roce.pcapng /results/ 2>/dev/null || true
 fi
+# In the DMA-mapped mode: with knfsd stopped, every transport is freed, and
+# every mapping of theirs must be gone.
+if [ "$DMA_MAPPED" = 1 ]; then
+	rpc.nfsd 0
+	dma_mode_check "conformance server $flavour"
+fi
 result fabric "$FABRIC"
+result dma_mapped "$DMA_MAPPED"
 result failures $FAILS
 exit $FAILS

@@ -69,6 +69,7 @@ rpc.nfsd 0
 sleep 1
 expect_no_leaks faults
 if rmmod rpcrdma; then pass "faults: rpcrdma unloads"; else fail "faults: rpcrdma does not unload"; fi
+dma_mode_check faults
 kmemleak_check "faults"
 result failures $FAILS
 exit $FAILS

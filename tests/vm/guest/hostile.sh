@@ -67,12 +67,24 @@ fi
 # vCPUs are all soft-iWARP's TCP has under TCG).
 set +e
 if [ "$also" = siw ]; then
-	# siw on a veth of its own with its own address, so that connections
-	# to that address cannot take rxe0 (eth0), as rxe0's cannot take siw0.
-	if modprobe siw && ip link add veth-siw type veth peer name veth-peer &&
-		ip addr add 10.12.0.1/24 dev veth-siw && ip link set veth-siw up &&
-		ip link set veth-peer up && rdma link add siw0 type siw netdev veth-siw; then
+	# siw on a netdev of its own with its own address, so that connections
+	# to that address cannot take rxe0 (eth0), as rxe0's cannot take siw0:
+	# a veth, or in the DMA-mapped mode the second NIC (a DMA device needs
+	# a PCI function behind its netdev).
+	if [ "$DMA_MAPPED" = 1 ]; then
+		siw_netdev=eth1
+		siw_link() { ip link set eth1 up; }
+	else
+		siw_netdev=veth-siw
+		siw_link() {
+			ip link add veth-siw type veth peer name veth-peer &&
+				ip link set veth-siw up && ip link set veth-peer up
+		}
+	fi
+	if modprobe siw && siw_link && ip addr add 10.12.0.1/24 dev $siw_netdev &&
+		rdma link add siw0 type siw netdev $siw_netdev; then
 		log "soft-iWARP: $(rdma link show siw0/1)"
+		dma_mode_start $siw_netdev siw0
 		# One repetition per class: a class that misbehaves gets one more
 		# try, recorded (hostile_siw_classes_retried) with what it did
 		# first (soft-iWARP has faults of its own, upstream report 7).
@@ -96,6 +108,7 @@ if unload_rpcrdma 30; then
 else
 	fail "hostile $flavour: rpcrdma does not unload"
 fi
+dma_mode_check "hostile $flavour"
 kmemleak_check "hostile $flavour"
 result failures $FAILS
 exit $FAILS

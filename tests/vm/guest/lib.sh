@@ -53,6 +53,18 @@ load_rpcrdma() {
 		fail "loaded rpcrdma is not $ko (srcversion $have, want $want; version $version)"
 		return 1
 	fi
+	coverage_note_module
+}
+
+# coverage_note_module: with rs_coverage=1 on the kernel command line
+# (scripts/coverage.sh), the loaded rpcrdma's text symbols and addresses
+# into /results/kallsyms-rpcrdma-N.txt, N counting this VM's loads, so that
+# the coverage plugin's addresses can be mapped back to its functions.
+coverage_note_module() {
+	[ "${rs_coverage:-0}" = 1 ] || return 0
+	cov_n=1
+	while [ -e /results/kallsyms-rpcrdma-$cov_n.txt ]; do cov_n=$((cov_n + 1)); done
+	awk '$2 ~ /^[tT]$/ && $4 == "[rpcrdma]"' /proc/kallsyms >/results/kallsyms-rpcrdma-$cov_n.txt
 }
 
 load_installed_rpcrdma() {
@@ -101,6 +113,86 @@ setup_fabric() {
 	rdma link add $dev type "$FABRIC" netdev eth0
 	rdma link show | grep -q "$dev/" || { fail "$dev did not come up"; return 1; }
 	log "$FABRIC: $(rdma link show $dev/1)"
+	dma_mode_start eth0 $dev
+}
+
+# The DMA-mapped mode (scripts/vm-run.sh -D, rs_dma=1 on the kernel command
+# line): soft-RoCE and soft-iWARP register their NIC's PCI function as
+# their DMA device (scripts/kernel-patches/0002), so every ib_dma_* call of
+# rpcrdma and of the IB core is a real DMA-API call; swiotlb=force bounces
+# each mapping, so a missing sync sends stale bytes, and the drivers refuse
+# (WARNING) any access through an address that is not mapped; DMA-API
+# debugging checks every map, unmap and sync. Each device's mappings at
+# start are recorded in /tmp/dma-devs; dma_mode_check compares at the end.
+DMA_MAPPED=${rs_dma:-0}
+DMA_API=/sys/kernel/debug/dma-api
+SWIOTLB=/sys/kernel/debug/swiotlb
+# dma_mappings DEV: the live mappings of device DEV that DMA-API debugging
+# tracks.
+dma_mappings() { awk -v d="$1" '$2 == d' $DMA_API/dump | wc -l; }
+
+# dma_mode_start NETDEV RDMADEV: in the DMA-mapped mode, proves that
+# RDMADEV (just added on NETDEV) maps through a PCI device with every
+# mapping bounced, and records that device's mappings now.
+dma_mode_start() {
+	[ "$DMA_MAPPED" = 1 ] || return 0
+	case $2 in siw*) mod=siw ;; *) mod=rdma_rxe ;; esac
+	if [ "$(cat /sys/module/$mod/parameters/dma_mapped 2>/dev/null)" != Y ]; then
+		fail "DMA-mapped mode: $mod.dma_mapped is not set (a kernel without scripts/kernel-patches/0002?)"
+		return 1
+	fi
+	line=$(dmesg | grep "$mod: dma_mapped: $1 uses " | tail -n 1)
+	dev=$(echo "$line" | sed -n 's/.* uses \([^ ]*\) as its DMA device.*/\1/p')
+	case $line in
+	*"every mapping bounced"*) ;;
+	*) fail "DMA-mapped mode: $2 on $1 has no bounced DMA device (${line:-no message from $mod})"; return 1 ;;
+	esac
+	[ -r $DMA_API/dump ] && [ "$(cat $DMA_API/disabled)" = N ] ||
+		{ fail "DMA-mapped mode: DMA-API debugging is not active"; return 1; }
+	base=$(dma_mappings "$dev")
+	echo "$dev $base $2" >>/tmp/dma-devs
+	pass "DMA-mapped mode: $2 on $1 maps through PCI device $dev, every mapping bounced by swiotlb and checked by DMA-API debugging ($base mappings at start)"
+}
+
+# dma_mode_check WHO: in the DMA-mapped mode, once the server has stopped:
+# DMA-API debugging found no error; each device's mappings are back to
+# their number at start (within 30 s: transports are freed asynchronously);
+# swiotlb did bounce. Fails WHO otherwise.
+dma_mode_check() {
+	[ "$DMA_MAPPED" = 1 ] || return 0
+	[ -s /tmp/dma-devs ] || { fail "$1: the DMA-mapped mode was never set up"; return 1; }
+	while read -r dev base rdev; do
+		w=0
+		while [ "$(dma_mappings "$dev")" -gt "$base" ] && [ $w -lt 30 ]; do
+			sleep 1
+			w=$((w + 1))
+		done
+		now=$(dma_mappings "$dev")
+		result "dma_mappings_${rdev}_start" "$base"
+		result "dma_mappings_${rdev}_end" "$now"
+		if [ "$now" -le "$base" ]; then
+			pass "$1: no DMA mapping of $rdev ($dev) left after the server stopped ($now, $base at start)"
+		else
+			awk -v d="$dev" '$2 == d' $DMA_API/dump >"/results/dma-left-$rdev.txt"
+			fail "$1: $((now - base)) DMA mappings of $rdev ($dev) left 30 s after the server stopped (dma-left-$rdev.txt)"
+		fi
+	done </tmp/dma-devs
+	errors=$(cat $DMA_API/error_count)
+	hiwater=$(cat $SWIOTLB/io_tlb_used_hiwater 2>/dev/null || echo 0)
+	result dma_api_debug_errors "$errors"
+	result dma_api_debug_disabled "$(cat $DMA_API/disabled)"
+	result swiotlb_used_hiwater "$hiwater"
+	if [ "$errors" = 0 ] && [ "$(cat $DMA_API/disabled)" = N ]; then
+		pass "$1: DMA-API debugging found no error in any map, unmap or sync"
+	else
+		dmesg | grep -A3 'DMA-API' | head -n 20 | sed 's/^/    /'
+		fail "$1: DMA-API debugging: $errors errors, disabled=$(cat $DMA_API/disabled)"
+	fi
+	if [ "$hiwater" -gt 0 ]; then
+		pass "$1: swiotlb bounced the mappings ($hiwater slots in use at most)"
+	else
+		fail "$1: swiotlb bounced nothing (io_tlb_used_hiwater 0)"
+	fi
 }
 
 # Two-VM tests driven by the client VM (bench, storm): srv COMMAND runs

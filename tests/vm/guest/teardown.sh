@@ -97,6 +97,7 @@ if unload_rpcrdma 20; then
 else
 	fail "rpcrdma still busy 20 s after umount and nfsd stop (refcnt $(cat /sys/module/rpcrdma/refcnt))"
 fi
+dma_mode_check "teardown $flavour"
 kmemleak_check "teardown $flavour"
 result failures $FAILS
 exit $FAILS
