@@ -265,6 +265,13 @@ fn send_err(rdma: &Rdma, rqst: &Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Erro
 /// The `put_ctxt` label: release the ctxt, then close.
 #[cold]
 fn put_ctxt(rdma: &Rdma, rqst: &Rqst, sctxt: Ctxt, e: Error) -> i32 {
+    // Test build: the last payload mapping is forgotten, never unmapped.
+    #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
+    let sctxt = {
+        let mut sctxt = sctxt;
+        sctxt.forget_last_payload_sge();
+        sctxt
+    };
     drop(sctxt);
     drop_connection(rdma, rqst, e)
 }

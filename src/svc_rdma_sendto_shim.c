@@ -221,9 +221,18 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 
 	if (ib_uses_virt_dma(dev))
 		return;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+#ifdef RPCRDMA_RS_MUTATE_unmap_wrong_len
+		/* Test build: the first payload fragment unmapped one byte short. */
+		if (i == 0 && sges[i].length > 1) {
+			ib_dma_unmap_page(dev, sges[i].addr, sges[i].length - 1,
+					  DMA_TO_DEVICE);
+			continue;
+		}
+#endif
 		ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
 				  DMA_TO_DEVICE);
+	}
 }
 
 /*
@@ -239,9 +248,21 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 			const struct ib_send_wr *wr,
 			const struct ib_send_wr **bad_wr)
 {
+#if defined(RPCRDMA_RS_MUTATE_skip_header_sync)
+	/* Test build: the header is never made visible to the device. */
+	return ib_post_send(qp, wr, bad_wr);
+#elif defined(RPCRDMA_RS_MUTATE_sync_after_post)
+	/* Test build: the header made visible only after the post. */
+	int ret = ib_post_send(qp, wr, bad_wr);
+
+	ib_dma_sync_single_for_device(qp->device, hdr->addr, hdr->length,
+				      DMA_TO_DEVICE);
+	return ret;
+#else
 	ib_dma_sync_single_for_device(qp->device, hdr->addr, hdr->length,
 				      DMA_TO_DEVICE);
 	return ib_post_send(qp, wr, bad_wr);
+#endif
 }
 
 /*

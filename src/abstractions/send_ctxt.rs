@@ -441,6 +441,17 @@ impl Ctxt {
         }
     }
 
+    /// Test builds (`RPCRDMA_RS_DMA_MUTATION=leak_on_error`) only: drops
+    /// the last payload SGE from `num_sge`, so that its mapping is never
+    /// undone: the leak the DMA-mapped test mode must catch.
+    #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
+    pub(crate) fn forget_last_payload_sge(&mut self) {
+        let c = self.raw_mut();
+        if c.sc_send_wr.num_sge > 1 {
+            c.sc_send_wr.num_sge -= 1;
+        }
+    }
+
     /// Advances `sc_cur_sge_no` and returns it: the index of the next
     /// payload SGE. `None` if it would overflow.
     pub(crate) fn next_sge_no(&mut self) -> Option<usize> {

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# dma-mutations.sh [MUTATION...]: proof that the DMA-mapped test mode
+# catches what it is for. For each MUTATION (default: skip_header_sync
+# leak_on_error; "all" for the four), the rust flavour is built with that
+# one deliberate DMA-API misuse (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and
+# run through tests/vm/guest/dma-mutant.sh in the DMA-mapped mode
+# (vm-run.sh -D). Each mutation must be caught the way it should be:
+#   skip_header_sync  the header never synced for the device: the client
+#                     gets the bounce slot's stale bytes as reply headers
+#                     (its xprtrdma_reply_*_err events), and I/O fails
+#   leak_on_error     one payload mapping left mapped when an error path
+#                     releases the ctxt (dma_map faults injected, so the
+#                     build has RPCRDMA_RS_FAULT_INJECTION=y too): the
+#                     device's DMA mappings do not come back to their
+#                     number at start
+#   unmap_wrong_len   a payload fragment unmapped one byte short: DMA-API
+#                     debugging reports the size mismatch
+#   sync_after_post   the header synced after the post: caught only if the
+#                     device reads it before the late sync (reported, not
+#                     asserted: see Documentation/testing.rst)
+# Prints PASS:/FAIL: lines (a mutation caught is a PASS) and exits non-zero
+# on any FAIL.
+
+. "$(dirname "$0")/lib.sh"
+
+MUTATIONS=("$@")
+[ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(skip_header_sync leak_on_error)
+[ "${MUTATIONS[0]}" = all ] && MUTATIONS=(skip_header_sync leak_on_error unmap_wrong_len sync_after_post)
+SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
+
+for m in "${MUTATIONS[@]}"; do
+	args="RPCRDMA_RS_DMA_MUTATION=$m"
+	[ "$m" = leak_on_error ] && args="$args RPCRDMA_RS_FAULT_INJECTION=y"
+	dir=rust-mut-$m
+	if ! MODULE_MAKE_ARGS="$args" bash "$TOP/scripts/build-module.sh" rust "$dir" >/dev/null 2>&1; then
+		fail "dma mutation $m: the mutant does not build ($LOGS/module-$dir.log)"
+		continue
+	fi
+	rc=0
+	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" dma-mutant "$dir" "$SECONDS_PER_RUN") || rc=$?
+	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then
+		fail "dma mutation $m: the run did not finish (status $rc, $run/console.log)"
+		continue
+	fi
+	bad=$(value "$run" client_bad_replies) errors=$(value "$run" dma_api_errors)
+	start=$(value "$run" dma_mappings_rxe0_start) end=$(value "$run" dma_mappings_rxe0_end)
+	io="mount_ok=$(value "$run" mount_ok) io_ok=$(value "$run" io_ok) data_ok=$(value "$run" data_ok)"
+	reports=$(grep -cE 'WARNING:|DMA-API:' "$run/console.log" || true)
+	echo "    $m: $io client_bad_replies=$bad dma_api_errors=$errors mappings ${start:-?} -> ${end:-?}" \
+		"kernel reports=$reports (status $rc, $run)"
+	grep -m 3 -E 'DMA-API: ' "$run/console.log" | sed 's/^/      /' || true
+	case $m in
+	skip_header_sync)
+		if [ "${bad:-0}" -gt 0 ] && [ "$(value "$run" io_ok)$(value "$run" mount_ok)" != 11 ]; then
+			pass "dma mutation $m caught: the client got $bad replies whose header was the bounce slot's stale bytes; I/O failed"
+		else
+			fail "dma mutation $m not caught: client_bad_replies=${bad:-?} $io ($run)"
+		fi ;;
+	leak_on_error)
+		if [ -n "$end" ] && [ "$end" -gt "${start:-0}" ] && grep -q '^FAIL: .*DMA mappings of rxe0' "$run/guest.log"; then
+			pass "dma mutation $m caught: $((end - start)) DMA mappings left after the server stopped ($(value "$run" injected_dma_map) dma_map faults injected)"
+		else
+			fail "dma mutation $m not caught: mappings ${start:-?} -> ${end:-?}, injected $(value "$run" injected_dma_map) ($run)"
+		fi ;;
+	unmap_wrong_len)
+		if grep -q 'DMA-API: .*different size' "$run/console.log" && [ "${errors:-0}" -gt 0 ]; then
+			pass "dma mutation $m caught: DMA-API debugging reported the unmap of another size ($errors errors)"
+		else
+			fail "dma mutation $m not caught: dma_api_errors=${errors:-?}, no size report ($run/console.log)"
+		fi ;;
+	sync_after_post)
+		if [ "${bad:-0}" -gt 0 ] || [ "$(value "$run" data_ok)" = 0 ]; then
+			echo "    $m: caught (client_bad_replies=$bad, data_ok=$(value "$run" data_ok))"
+		else
+			echo "    $m: not caught: the software device read every header after the late sync"
+		fi ;;
+	esac
+done
+[ "$FAILS" = 0 ]
