@@ -14,8 +14,11 @@
 # rust/c, and how far the runs differ. Also the Send path's text bytes of
 # both production builds.
 #
-# PROFILE_SMOKE=1 (make check): one run, N=20, and the check that every
-# class was counted with Send-path symbols for both flavours; no thresholds.
+# PROFILE_SMOKE=1 (make check): one run, N=50 (PROFILE_SMOKE_N), the check that every class
+# was counted with Send-path symbols for both flavours, and the cost gate
+# (tests/profile/cost-gate.txt, profile_report.py --gate): per class,
+# Rust/C of the Send path's own and inclusive instructions per reply
+# within the bounds that Documentation/benchmarks.md justifies.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -44,11 +47,20 @@ cc -O2 -Wall -Werror -static -o "$P/mark" "$TOP/tests/profile/mark.c" || die "th
 fresh() { [ -f "$TOP/build/$1/rpcrdma.ko" ] &&
 	[ -z "$(find "$TOP/src" "$TOP/bindings" "$TOP/Kbuild" -newer "$TOP/build/$1/rpcrdma.ko" -print -quit)" ]; }
 fresh c || bash "$TOP/scripts/build-module.sh" c >/dev/null || die "the c flavour does not build"
-fresh rust-prod || MODULE_MAKE_ARGS=RPCRDMA_RS_KUNIT=n bash "$TOP/scripts/build-module.sh" rust rust-prod >/dev/null ||
+if [ -n "${PROFILE_RUST_ARGS:-}" ]; then
+	# Another rust build in place of the production one, always rebuilt:
+	# e.g. PROFILE_RUST_ARGS=RPCRDMA_RS_SLOWDOWN=y to see the gate fail.
+	RUST_DIR=rust-prod-alt
+	rm -f "$TOP/build/$RUST_DIR/rpcrdma.ko"
+else
+	RUST_DIR=rust-prod
+fi
+fresh $RUST_DIR || MODULE_MAKE_ARGS="RPCRDMA_RS_KUNIT=n ${PROFILE_RUST_ARGS:-}" \
+	bash "$TOP/scripts/build-module.sh" rust $RUST_DIR >/dev/null ||
 	die "the rust flavour without KUnit does not build"
 
 if [ "${PROFILE_SMOKE:-0}" = 1 ]; then
-	N=20 RUNS=1
+	N=${PROFILE_SMOKE_N:-50} RUNS=1
 fi
 # PROFILE_ICOUNT: QEMU options to try, e.g. "-icount shift=0,sleep=off"
 # (virtual time from the instruction count). Not the default: measured, two
@@ -62,15 +74,15 @@ for i in $(seq 1 "$RUNS"); do
 	# The flavours take turns going first: the first one's windows meet a
 	# colder allocator (slab refills, page allocations in the Send path's
 	# callees), which the inclusive counts show.
-	order="c:c rust:rust-prod"
-	[ $((i % 2)) = 0 ] && order="rust:rust-prod c:c"
+	order="c:c rust:$RUST_DIR"
+	[ $((i % 2)) = 0 ] && order="rust:$RUST_DIR c:c"
 	# shellcheck disable=SC2086 # two words, the flavours in order
 	run=$(bash "$TOP/scripts/vm-run.sh" -t 1800 -n "profile$i" -A tcg,thread=single -Q "$ICOUNT" \
 		-P "$P/libinsn_profile.so,out=@RUN@/insn,ranges=@RUN@/sendpath-ranges.txt" profile "$N" $order) || rc=$?
 	relay_guest_log "" "$run"
 	[ "$rc" = 0 ] || fail "profile run $i: VM status $rc ($run/console.log)"
 	# The symbol lists of the builds that ran, kept with the counts.
-	for b in c:c rust:rust-prod; do
+	for b in c:c rust:$RUST_DIR; do
 		mkdir -p "$run/build-${b%%:*}"
 		cp "$TOP/build/${b#*:}"/{sendpath-symbols,text-bytes}.txt "$TOP/build/${b#*:}/rpcrdma.ko" \
 			"$run/build-${b%%:*}/"
@@ -82,11 +94,13 @@ done
 say "instructions per reply, production builds, N=$N RPCs per class and version, $RUNS run(s):"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
-"$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" "${runs[@]}" |
+gate=()
+[ "${PROFILE_SMOKE:-0}" = 1 ] && gate=(--gate="$TOP/tests/profile/cost-gate.txt")
+"$PY" "$TOP/scripts/profile_report.py" --plot="${runs[0]}/profile-ratios.png" "${gate[@]}" "${runs[@]}" |
 	tee "$LOGS/profile-table.txt" || fail "profile_report.py failed"
 c_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/c/text-bytes.txt")
-r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/rust-prod/text-bytes.txt")
-echo "    Send-path text bytes (production builds): c $c_text, rust $r_text ($(tr '\n' ' ' <"$TOP/build/rust-prod/text-bytes.txt")), rust/c $(awk -v a="$r_text" -v b="$c_text" 'BEGIN { printf "%.2f", a / b }')" |
+r_text=$(awk '{ s += $2 } END { print s }' "$TOP/build/$RUST_DIR/text-bytes.txt")
+echo "    Send-path text bytes (production builds): c $c_text, rust $r_text ($(tr '\n' ' ' <"$TOP/build/$RUST_DIR/text-bytes.txt")), rust/c $(awk -v a="$r_text" -v b="$c_text" 'BEGIN { printf "%.2f", a / b }')" |
 	tee -a "$LOGS/profile-table.txt"
 
 if [ "${PROFILE_SMOKE:-0}" = 1 ]; then

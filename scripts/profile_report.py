@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""profile_report.py [--plot=PNG] RUN [RUN...]: the instruction profile's
-tables, from the runs of scripts/profile.sh.
+"""profile_report.py [--plot=PNG] [--gate=FILE] RUN [RUN...]: the instruction
+profile's tables, from the runs of scripts/profile.sh.
 
 Each RUN holds the plugin's window files (insn.K: "address count" per
 executed kernel instruction, and "total N"), profile-windows.txt ("K FLAVOUR
@@ -35,6 +35,12 @@ going first), and rust/c without batch work per run; with more runs, the
 largest relative difference between runs of the same window, in total and
 per Send-path symbol. Writes the per-symbol breakdown to
 RUN/profile-symbols.txt and the inclusive one to RUN/profile-inclusive.txt.
+
+With --gate=FILE (tests/profile/cost-gate.txt), the cost gate: for each
+class and version the file lists, a PASS: or FAIL: line saying whether
+rust/c of the Send path's own instructions per reply (first run) and of
+its inclusive instructions without batch work (summed over the runs) are
+within the file's bounds. A class without counts fails.
 """
 
 import bisect
@@ -209,11 +215,45 @@ def plot(path, rows):
     print(f"    plot: {path}")
 
 
+def read_gate(path):
+    """(class, version) -> (own rust/c max, inclusive rust/c max)."""
+    gate = {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split("#", 1)[0].split()
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise SystemExit(f"{path}: bad line: {line.strip()}")
+            gate[(parts[0], parts[1])] = (float(parts[2]), float(parts[3]))
+    return gate
+
+
+def check_gate(gate, own, inclusive):
+    """Prints a PASS:/FAIL: line per gated class (make check counts them)."""
+    for (cls, vers), (own_max, incl_max) in sorted(gate.items(), key=lambda x: (x[0][1], x[0][0])):
+        o, i = own.get((cls, vers)), inclusive.get((cls, vers))
+        if o is None or i is None:
+            print(f"FAIL: cost gate {cls} {vers}: no counts for both flavours")
+            continue
+        verdict = "PASS" if o <= own_max and i <= incl_max else "FAIL"
+        print(f"{verdict}: cost gate {cls} {vers}: rust/c own {o:.3f} (max {own_max:.3f}),"
+              f" inclusive without batch work {i:.3f} (max {incl_max:.3f})")
+
+
 def main():
     args = sys.argv[1:]
-    plot_path = None
-    if args and args[0].startswith("--plot="):
-        plot_path = args.pop(0)[len("--plot="):]
+    plot_path = gate_path = None
+    while args and args[0].startswith("--"):
+        opt = args.pop(0)
+        if opt.startswith("--plot="):
+            plot_path = opt[len("--plot="):]
+        elif opt.startswith("--gate="):
+            gate_path = opt[len("--gate="):]
+        else:
+            raise SystemExit(f"profile_report.py: unknown option {opt}")
+    gate = read_gate(gate_path) if gate_path else None
+    gate_own, gate_incl = {}, {}
     runs = args
     results = [analyse(r, {f: os.path.join(r, f"build-{f}") for f in ("c", "rust")}) for r in runs]
     first = results[0]
@@ -250,6 +290,10 @@ def main():
               f"   {cs:>20.0f} {rs:>7.0f} ({rg:>3.0f}) {ratio(rs, cs):>8}"
               f"   {ct:>18.0f} {rt:>9.0f} {ratio(rt, ct):>8}")
         cn, rn = (per_reply(f, cls, vers, no_batch) for f in ("c", "rust"))
+        if cs and rs:
+            gate_own[(cls, vers)] = rs / cs
+        if cn and rn:
+            gate_incl[(cls, vers)] = rn / cn
         if cs and ct:
             rows.append((cls, vers, rs / cs, rt / ct, rn / cn if cn else 0))
     print("    inclusive Send-path instructions per reply: its own and all it calls (interrupts"
@@ -291,6 +335,8 @@ def main():
         print(f"    no instruction of the entry text counted inclusively, in all {windows} windows")
     if overflows:
         print(f"    MISSING: shadow stacks past their depth limit in {', '.join(overflows)}")
+    if gate is not None:
+        check_gate(gate, gate_own, gate_incl)
     if plot_path and rows:
         plot(plot_path, rows)
     for run, res in zip(runs, results):

@@ -200,6 +200,13 @@ fn encode_reply_header(
 /// big for the client's chunks (`-E2BIG`, `-EINVAL`) is answered with
 /// ERR_CHUNK instead, keeping the connection.
 pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
+    // Test builds (`RPCRDMA_RS_SLOWDOWN=y`) only: about 160 instructions of
+    // wasted work per reply, to show that the cost gate of the profile
+    // smoke fails a costlier Send path (Documentation/benchmarks.md).
+    #[cfg(rpcrdma_slowdown)]
+    for i in 0..40u32 {
+        core::hint::black_box(i);
+    }
     let rdma = rqst.rdma();
     if rdma.is_dead() {
         return drop_connection(rdma, rqst, ENOTCONN);
