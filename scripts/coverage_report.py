@@ -1,0 +1,473 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""coverage_report.py [--floor PCT] [--logs DIR] FLAVOUR:BUILD:RUN...
+
+Machine-code coverage of the Send path from the runs of scripts/coverage.sh.
+Each argument names one VM run: the flavour (c or rust), the build
+directory of the debuginfo module it loaded (build/c-cov, build/rust-cov)
+and the run's directory, which holds coverage.txt (the executed kernel
+instruction addresses, from the TCG plugin tests/profile/insn_coverage.c)
+and kallsyms-rpcrdma-N.txt (the module's text symbols at each load,
+written by tests/vm/guest/lib.sh's coverage_note_module).
+
+The Send path is the build's sendpath-symbols.txt (c: the functions of
+svc_rdma_sendto.o; rust: those of the crate's object) and, for rust,
+shim-symbols.txt (the C shim), as scripts/build-module.sh lists them.
+Their instructions are those objdump -d finds in the .ko within each
+function's symbol size. At each load, the module's text section base is
+found from its unique symbols in kallsyms (runtime address minus the
+symbol's offset in the section, which must agree for all of them); an
+instruction at section offset O counts as executed if base + O is in the
+run's coverage.txt. Runs and loads are united. A module unloaded and
+loaded again at an overlapping address in the same run would make that
+union ambiguous: it is reported if it happens.
+
+Prints, and writes to DIR (default $RPCRDMA_CACHE/logs): the table of
+instructions executed / total per Send-path function and per flavour
+(rust as crate + shim, and the crate and the shim alone, side by side
+with c; when one flavour ran workloads the other did not, also each
+flavour's share over the workloads both ran), the same per run, then every maximal run of never-executed
+instructions ("block") of the rust flavour with its bytes and the source
+lines it comes from (addr2line on the debuginfo .ko: the innermost inlined
+frame in our own sources), largest first: coverage-table.txt,
+coverage-blocks-rust.txt (and coverage-blocks-c.txt, not printed).
+--floor PCT exits non-zero if the rust flavour's (crate + shim) executed
+share is below PCT percent.
+"""
+
+import argparse
+import bisect
+import collections
+import glob
+import os
+import re
+import subprocess
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Instructions that only pad (loop alignment, after calls that do not return).
+PADDING = re.compile(r'^(nop[a-z]*|int3|xchg\s+%ax,%ax|data16.*nop.*|cs nop.*)\b')
+
+
+def run(cmd, stdin=None):
+    """stdout of cmd (a list), which must succeed."""
+    r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        sys.exit(f'coverage_report: {" ".join(cmd[:3])}... failed: {r.stderr.strip()[:500]}')
+    return r.stdout
+
+
+class Func:
+    """One Send-path function of a build: where it is and its instructions."""
+
+    def __init__(self, name, group, section, value, size):
+        self.name, self.group, self.section = name, group, section
+        self.value, self.size = value, size
+        self.insns = []        # (section offset, length, mnemonic)
+        self.executed = set()  # section offsets executed in some run
+        self.pretty = name
+
+
+class Build:
+    """A debuginfo module build: its Send-path functions and instructions."""
+
+    # The local symbols of which object are the Send path's (FILE symbols).
+    OBJECT_FILE = {'sendto': lambda f: f == 'svc_rdma_sendto.c',
+                   'crate': lambda f: f.startswith('svc_rdma_sendto_rs'),
+                   'shim': lambda f: f == 'svc_rdma_sendto_shim.c'}
+
+    def __init__(self, flavour, path):
+        self.flavour, self.path = flavour, path
+        self.ko = os.path.join(path, 'rpcrdma.ko')
+        if not os.path.isfile(self.ko):
+            sys.exit(f'coverage_report: no {self.ko}')
+        self.sections = {}      # index -> name
+        self.section_size = {}  # name -> bytes
+        for m in re.finditer(r'^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)',
+                             run(['readelf', '-SW', self.ko]), re.M):
+            self.sections[m.group(1)] = m.group(2)
+            self.section_size[m.group(2)] = int(m.group(3), 16)
+        # Every function symbol: (name, file, section name, value, size).
+        self.symbols = []
+        cur_file = ''
+        for line in run(['readelf', '-sW', self.ko]).splitlines():
+            f = line.split()
+            if len(f) < 8 or not f[0].endswith(':'):
+                continue
+            if f[3] == 'FILE':
+                cur_file = f[7]
+            elif f[3] == 'FUNC' and f[6] in self.sections:
+                local = f[4] == 'LOCAL'
+                self.symbols.append((f[7], cur_file if local else None,
+                                     self.sections[f[6]], int(f[1], 16), int(f[2])))
+        self.by_name = collections.defaultdict(list)
+        for s in self.symbols:
+            self.by_name[s[0]].append(s)
+        groups = [('sendto', 'sendpath-symbols.txt')] if flavour == 'c' else \
+            [('crate', 'sendpath-symbols.txt'), ('shim', 'shim-symbols.txt')]
+        self.funcs = []
+        for group, listing in groups:
+            with open(os.path.join(path, listing)) as fh:
+                names = [n.strip() for n in fh if n.strip()]
+            for name in names:
+                cands = self.by_name.get(name, [])
+                if len(cands) > 1:
+                    cands = [s for s in cands
+                             if s[1] is None or self.OBJECT_FILE[group](s[1])]
+                if len(cands) != 1:
+                    sys.exit(f'coverage_report: {name} ({listing}) is {len(cands)} '
+                             f'symbols in {self.ko}, not one')
+                _, _, sec, value, size = cands[0]
+                self.funcs.append(Func(name, group, sec, value, size))
+        self.disassemble()
+        self.demangle()
+
+    def disassemble(self):
+        by_section = collections.defaultdict(list)
+        for fn in self.funcs:
+            by_section[fn.section].append(fn)
+        insn_re = re.compile(r'^\s*([0-9a-f]+):\s+(.*)$')
+        for sec, funcs in by_section.items():
+            offs, texts = [], []
+            for line in run(['objdump', '-d', '-w', '--no-show-raw-insn', '-j', sec,
+                             self.ko]).splitlines():
+                m = insn_re.match(line)
+                if m:
+                    offs.append(int(m.group(1), 16))
+                    texts.append(m.group(2).strip())
+            for fn in funcs:
+                lo = bisect.bisect_left(offs, fn.value)
+                hi = bisect.bisect_left(offs, fn.value + fn.size)
+                for i in range(lo, hi):
+                    end = offs[i + 1] if i + 1 < hi else fn.value + fn.size
+                    fn.insns.append((offs[i], end - offs[i], texts[i]))
+                if not fn.insns:
+                    sys.exit(f'coverage_report: no instructions of {fn.name} in {self.ko}')
+
+    def demangle(self):
+        out = run(['llvm-cxxfilt-19'], '\n'.join(f.name for f in self.funcs) + '\n').splitlines()
+        for fn, d in zip(self.funcs, out):
+            fn.pretty = d.replace('svc_rdma_sendto_rs::', '')
+
+    def section_bases(self, kallsyms):
+        """Section name -> runtime base at one load, from its unique symbols."""
+        addr_of = collections.defaultdict(list)
+        for line in kallsyms:
+            f = line.split()
+            if len(f) >= 3:
+                addr_of[f[2]].append(int(f[0], 16))
+        bases = {}
+        for sec in {fn.section for fn in self.funcs}:
+            votes = collections.Counter()
+            for name, syms in self.by_name.items():
+                if len(syms) == 1 and syms[0][2] == sec and len(addr_of.get(name, [])) == 1:
+                    votes[addr_of[name][0] - syms[0][3]] += 1
+            if not votes:
+                return None, f'no symbol of {sec} in kallsyms'
+            (base, n), = votes.most_common(1)
+            if n < sum(votes.values()):
+                return None, (f'{sec}: symbols disagree on the base '
+                              f'({n} of {sum(votes.values())} agree)')
+            bases[sec] = base
+        return bases, None
+
+
+def load_run(build, rundir):
+    """Marks the build's instructions executed in the run; its summary."""
+    cov = os.path.join(rundir, 'coverage.txt')
+    loads = sorted(glob.glob(os.path.join(rundir, 'kallsyms-rpcrdma-*.txt')),
+                   key=lambda p: int(re.search(r'-(\d+)\.txt$', p).group(1)))
+    if not os.path.isfile(cov):
+        return None, f'no coverage.txt in {rundir}'
+    if not loads:
+        return None, f'no kallsyms-rpcrdma-*.txt in {rundir} (module not loaded, or no rs_coverage=1)'
+    with open(cov) as fh:
+        executed = {int(x, 16) for x in fh.read().split()}
+    hit = set()
+    spans = []
+    for path in loads:
+        with open(path) as fh:
+            bases, err = build.section_bases(fh.readlines())
+        if err:
+            return None, f'{path}: {err}'
+        for sec, base in bases.items():
+            spans.append((sec, base, base + build.section_size[sec]))
+        for fn in build.funcs:
+            base = bases[fn.section]
+            for off, _, _ in fn.insns:
+                if base + off in executed:
+                    hit.add((fn.name, off))
+    warn = None
+    distinct = sorted(set(spans), key=lambda s: s[1])
+    for a, b in zip(distinct, distinct[1:]):
+        if b[1] < a[2]:
+            warn = (f'{rundir}: loads at overlapping addresses ({a[0]} at {a[1]:x}, '
+                    f'{b[0]} at {b[1]:x}): their union may count another load\'s code')
+    for fn in build.funcs:
+        fn.executed |= {off for name, off in hit if name == fn.name}
+    total = sum(len(fn.insns) for fn in build.funcs)
+    name = os.path.basename(rundir.rstrip('/'))
+    m = re.match(r'^(?:cov-)?(.+?)-(?:c|rust)-\d{8}-\d{6}-\d+$', name)
+    return {'run': name, 'workload': m.group(1) if m else name, 'loads': len(loads),
+            'hits': hit, 'hit': len(hit), 'total': total, 'kernel_insns': len(executed),
+            'warn': warn}, None
+
+
+def pct(a, b):
+    return 100.0 * a / b if b else 0.0
+
+
+def counts(funcs):
+    ex = sum(len(fn.executed) for fn in funcs)
+    tot = sum(len(fn.insns) for fn in funcs)
+    return ex, tot
+
+
+def function_table(build, title):
+    lines = [f'{title}:']
+    width = max(len(fn.pretty) for fn in build.funcs)
+    width = min(max(width, 20), 110)
+    lines.append(f'  {"function":<{width}}  {"group":<6} {"executed":>8} / {"total":<5} {"%":>6}  bytes')
+    for fn in sorted(build.funcs, key=lambda f: (f.group, f.pretty)):
+        ex, tot = len(fn.executed), len(fn.insns)
+        name = fn.pretty if len(fn.pretty) <= width else fn.pretty[:width - 3] + '...'
+        lines.append(f'  {name:<{width}}  {fn.group:<6} {ex:>8} / {tot:<5} {pct(ex, tot):>5.1f}%  {fn.size}')
+    return lines
+
+
+SRC_PREFIXES = [
+    (re.compile(r'^.*/modbuild/[^/]+/'), ''),
+    (re.compile(r'^.*/linux-source-[^/]+/(?:build-[^/]+/\.\./)?'), 'linux/'),
+    (re.compile(r'^.*/lib/rustlib/src/rust/'), 'rust-src/'),
+    (re.compile(r'^/rustc/[0-9a-f]+/'), 'rust-src/'),
+]
+
+
+def short_path(p):
+    for rx, repl in SRC_PREFIXES:
+        if rx.match(p):
+            return rx.sub(repl, p, count=1)
+    return p
+
+
+def ours(path):
+    """A file of this repository's sources (src/...), or the staged C file."""
+    return path.startswith('src/') or path in ('svc_rdma_sendto.c',)
+
+
+def symbolize(build, offsets_by_section):
+    """(section, offset) -> list of (function, file, line) frames, innermost first."""
+    frames = {}
+    for sec, offs in offsets_by_section.items():
+        offs = sorted(set(offs))
+        if not offs:
+            continue
+        out = run(['addr2line', '-a', '-f', '-i', '-C', '-j', sec, '-e', build.ko],
+                  ''.join(f'{o:#x}\n' for o in offs))
+        cur = None
+        lines = out.splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].startswith('0x'):
+                cur = int(lines[i], 16)
+                frames[(sec, cur)] = []
+                i += 1
+                continue
+            func = lines[i]
+            loc = lines[i + 1] if i + 1 < len(lines) else '??:0'
+            path, _, line = loc.rpartition(':')
+            line = re.sub(r'\s.*', '', line)
+            frames[(sec, cur)].append((func, short_path(path),
+                                       int(line) if line.isdigit() else 0))
+            i += 2
+    return frames
+
+
+def compress(lines_by_file):
+    """{file: {line}} -> 'file:1-3,7; other:9'."""
+    parts = []
+    for f in sorted(lines_by_file):
+        nums = sorted(lines_by_file[f])
+        ranges, start, prev = [], nums[0], nums[0]
+        for n in nums[1:] + [None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            ranges.append(f'{start}' if start == prev else f'{start}-{prev}')
+            if n is not None:
+                start = prev = n
+        parts.append(f'{f}:{",".join(ranges)}')
+    return '; '.join(parts)
+
+
+def blocks(build):
+    """Every maximal run of never-executed instructions, with its sources."""
+    found = []
+    for fn in build.funcs:
+        cur = []
+        for insn in fn.insns + [None]:
+            if insn is not None and insn[0] not in fn.executed:
+                cur.append(insn)
+                continue
+            if cur:
+                found.append((fn, cur))
+                cur = []
+    wanted = collections.defaultdict(list)
+    for fn, insns in found:
+        wanted[fn.section] += [o for o, _, _ in insns]
+    frames = symbolize(build, wanted)
+    out = []
+    for fn, insns in found:
+        mine, other = collections.defaultdict(set), collections.defaultdict(set)
+        for off, _, _ in insns:
+            fr = [f for f in frames.get((fn.section, off), []) if f[2] > 0]
+            own = [f for f in fr if ours(f[1])]
+            if own:
+                mine[own[0][1]].add(own[0][2])
+            elif fr:
+                other[fr[0][1]].add(fr[0][2])
+        nbytes = sum(n for _, n, _ in insns)
+        padding = all(PADDING.match(t) for _, _, t in insns)
+        src = compress(mine) if mine else (compress(other) if other else '?')
+        if mine and other:
+            src += ' (and ' + compress(other) + ')'
+        out.append({'fn': fn, 'off': insns[0][0] - fn.value, 'bytes': nbytes,
+                    'insns': len(insns), 'padding': padding, 'src': src,
+                    'whole': len(insns) == len(fn.insns)})
+    out.sort(key=lambda b: (b['padding'], -b['bytes'], b['fn'].pretty, b['off']))
+    return out
+
+
+def block_lines(build, blist):
+    lines = [f'Never-executed blocks of the {build.flavour} flavour ({build.ko}), largest first;',
+             'padding (nop/int3 only) last. bytes, instructions, function+offset [group], source lines',
+             '(innermost inlined frame in our own sources; otherwise the innermost known):']
+    for b in blist:
+        tag = ' (whole function)' if b['whole'] else ''
+        tag += ' (padding)' if b['padding'] else ''
+        lines.append(f'  {b["bytes"]:>5} B {b["insns"]:>4} insns  {b["fn"].pretty}+{b["off"]:#x} '
+                     f'[{b["fn"].group}]{tag}')
+        lines.append(f'         {b["src"]}')
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[2])
+    ap.add_argument('--floor', type=float, default=None,
+                    help='exit non-zero if the rust flavour executed less than PCT%% of its Send-path instructions')
+    ap.add_argument('--logs', default=os.path.join(
+        os.environ.get('RPCRDMA_CACHE') or os.path.join(
+            os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'rpcrdma-rs'),
+        'logs'))
+    ap.add_argument('runs', nargs='+', metavar='FLAVOUR:BUILD:RUN')
+    args = ap.parse_args()
+
+    builds, per_run, problems, warnings = {}, [], [], []
+    for spec in args.runs:
+        try:
+            flavour, bdir, rdir = spec.split(':', 2)
+        except ValueError:
+            sys.exit(f'coverage_report: {spec} is not FLAVOUR:BUILD:RUN')
+        if flavour not in ('c', 'rust'):
+            sys.exit(f'coverage_report: flavour {flavour} is not c or rust')
+        if flavour not in builds:
+            builds[flavour] = Build(flavour, bdir)
+        elif os.path.realpath(builds[flavour].path) != os.path.realpath(bdir):
+            sys.exit(f'coverage_report: two builds of {flavour}: {builds[flavour].path}, {bdir}')
+        summary, err = load_run(builds[flavour], rdir)
+        if err:
+            problems.append(err)
+            continue
+        if summary['warn']:
+            warnings.append(summary['warn'])
+        per_run.append((flavour, summary))
+
+    out = ['Machine-code coverage of the Send path: instructions executed at least once in '
+           f'{len(per_run)} VM runs ({", ".join(sorted({f for f, _ in per_run}))}), debuginfo builds.', '']
+    for flavour in ('c', 'rust'):
+        if flavour in builds:
+            b = builds[flavour]
+            title = ('c: svc_rdma_sendto.o' if flavour == 'c'
+                     else 'rust: the crate (svc_rdma_sendto_rs.o) and the C shim (svc_rdma_sendto_shim.o)')
+            out += function_table(b, title) + ['']
+
+    cols = []
+    if 'c' in builds:
+        cols.append(('c', builds['c'].funcs))
+    if 'rust' in builds:
+        r = builds['rust'].funcs
+        cols += [('rust crate+shim', r), ('rust crate', [f for f in r if f.group == 'crate']),
+                 ('rust shim', [f for f in r if f.group == 'shim'])]
+    out.append('Totals (union of the runs):')
+    out.append(f'  {"":<24}' + ''.join(f'{name:>18}' for name, _ in cols))
+    out.append(f'  {"functions":<24}' + ''.join(f'{len(fs):>18}' for _, fs in cols))
+    out.append(f'  {"functions entered":<24}' +
+               ''.join(f'{sum(1 for f in fs if f.executed):>18}' for _, fs in cols))
+    out.append(f'  {"instructions executed":<24}' + ''.join(f'{counts(fs)[0]:>18}' for _, fs in cols))
+    out.append(f'  {"instructions":<24}' + ''.join(f'{counts(fs)[1]:>18}' for _, fs in cols))
+    out.append(f'  {"executed share":<24}' +
+               ''.join(f'{pct(*counts(fs)):>17.1f}%' for _, fs in cols))
+    pad = []
+    for _, fs in cols:
+        n = sum(1 for f in fs for o, _, t in f.insns if o not in f.executed and PADDING.match(t))
+        pad.append(n)
+    out.append(f'  {"  never run: padding":<24}' + ''.join(f'{n:>18}' for n in pad))
+    out.append(f'  {"bytes":<24}' + ''.join(f'{sum(f.size for f in fs):>18}' for _, fs in cols))
+    # Side by side on equal terms: each flavour over the workloads both ran.
+    wl = {fl: {s['workload'] for f, s in per_run if f == fl} for fl in ('c', 'rust')}
+    common = wl['c'] & wl['rust']
+    if common and (wl['c'] | wl['rust']) - common:
+        hits = {'c': set(), 'rust': set()}
+        for f, s in per_run:
+            if s['workload'] in common:
+                hits[f] |= s['hits']
+        shares = []
+        for name, fs in cols:
+            names = {f.name for f in fs}
+            n = sum(1 for fn, _ in hits[name.split()[0]] if fn in names)
+            shares.append(f'{pct(n, counts(fs)[1]):>17.1f}%')
+        out.append(f'  {"share: " + "+".join(sorted(common)):<24}' + ''.join(shares))
+    out.append('')
+    out.append('Per run (that run alone; Send-path instructions of its flavour, crate + shim for rust):')
+    for flavour, s in per_run:
+        out.append(f'  {flavour:<5} {s["run"]:<48} loads {s["loads"]}  {s["hit"]:>5} / {s["total"]:<5} '
+                   f'{pct(s["hit"], s["total"]):5.1f}%  ({s["kernel_insns"]} kernel instructions executed)')
+    for w in warnings:
+        out.append(f'  warning: {w}')
+    for p in problems:
+        out.append(f'  PROBLEM: {p}')
+
+    os.makedirs(args.logs, exist_ok=True)
+    table = os.path.join(args.logs, 'coverage-table.txt')
+    with open(table, 'w') as fh:
+        fh.write('\n'.join(out) + '\n')
+    print('\n'.join(out))
+    for flavour, b in builds.items():
+        lines = block_lines(b, blocks(b))
+        path = os.path.join(args.logs, f'coverage-blocks-{flavour}.txt')
+        with open(path, 'w') as fh:
+            fh.write('\n'.join(lines) + '\n')
+        if flavour == 'rust':
+            print()
+            print('\n'.join(lines))
+    print(f'\n(written: {table} and coverage-blocks-{{{",".join(builds)}}}.txt there)')
+
+    rc = 0
+    if problems:
+        rc = 1
+    if args.floor is not None:
+        if 'rust' not in builds:
+            print(f'FAIL: coverage floor {args.floor}%: no rust run')
+            rc = 1
+        else:
+            share = pct(*counts(builds['rust'].funcs))
+            if share < args.floor:
+                print(f'FAIL: rust Send-path coverage {share:.1f}% is below the floor {args.floor}%')
+                rc = 1
+            else:
+                print(f'PASS: rust Send-path coverage {share:.1f}% >= floor {args.floor}%')
+    return rc
+
+
+if __name__ == '__main__':
+    sys.exit(main())
