@@ -99,11 +99,8 @@ for f in "${FLAVOURS[@]}"; do
 	workload "$f" smoke -t 1200 smoke "$f" 8 0 3 4.1
 	workload "$f" teardown -D -t 1000 teardown "$f" 5
 	if [ "$f" = rust ]; then
-		# Not in the DMA-mapped mode (scripts/hostile.sh's HOSTILE_DMA=0):
-		# the Send path's code is the same in both, and in that mode the
-		# pyverbs client's memory registrations failed (EIO; 2026-12-02),
-		# so that no class ran.
-		workload "$f" hostile -t 1800 hostile "$f" 3 siw
+		# In the DMA-mapped mode, as scripts/hostile.sh runs it.
+		workload "$f" hostile -D -t 1800 hostile "$f" 3 siw
 		for file in hostile.txt hostile-siw.txt; do
 			[ -n "$LAST_RUN" ] || break
 			n=$(grep -c '^class=' "$LAST_RUN/$file" 2>/dev/null || true)
