@@ -118,3 +118,16 @@ config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | 
 # absolute path, and a copy of both (scripts/kunit-intree.sh) rebuilds only
 # what its own config changes.
 kernel_build() { echo "$(kernel_build_src)/build-$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
+
+# check_qemu_plugin_api WHAT: dies unless this QEMU is 7.2 (plugin interface
+# version 1, tests/profile/qemu_plugin_v1.h) and exports every function the
+# header declares; WHAT names the plugin in the message.
+check_qemu_plugin_api() {
+	local qemu qv missing
+	qemu=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
+	qv=$("$qemu" --version | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p')
+	case $qv in 7.2*) ;; *) die "$1 is written for QEMU 7.2's plugin interface (version 1); this QEMU is $qv" ;; esac
+	missing=$(comm -23 <(grep -o 'qemu_plugin_[a-z_]*(' "$TOP/tests/profile/qemu_plugin_v1.h" | tr -d '(' | sort -u) \
+		<(nm -D --defined-only "$qemu" | awk '{ print $3 }' | sort -u))
+	[ -z "$missing" ] || die "this QEMU does not export: $missing"
+}

@@ -28,13 +28,7 @@ FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 
-# The plugin: the functions it declares must be exported by this QEMU.
-QEMU=$(command -v qemu-system-x86_64) || die "no qemu-system-x86_64"
-qv=$("$QEMU" --version | sed -n 's/^QEMU emulator version \([0-9.]*\).*/\1/p')
-case $qv in 7.2*) ;; *) die "the profiler's plugin is written for QEMU 7.2's plugin interface (version 1); this QEMU is $qv" ;; esac
-missing=$(comm -23 <(grep -o 'qemu_plugin_[a-z_]*(' "$TOP/tests/profile/qemu_plugin_v1.h" | tr -d '(' | sort -u) \
-	<(nm -D --defined-only "$QEMU" | awk '{ print $3 }' | sort -u))
-[ -z "$missing" ] || die "this QEMU does not export: $missing"
+check_qemu_plugin_api "the profiler's plugin"
 P=$TOP/build/profile
 mkdir -p "$P"
 cc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
