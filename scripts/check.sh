@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|coverage]:
 # the test suite behind `make check` (all) and `make check-debug` (debug).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
@@ -94,6 +94,14 @@ build_kernel_and_modules() {
 
 do_build() {
 	build_kernel_and_modules || return 1
+	if [ "${COVERAGE:-0}" = 1 ]; then
+		if coverage_plugin_build && coverage_build; then
+			ok "coverage: the TCG plugin and build/rust-cov (production, with debuginfo) build"
+		else
+			bad "coverage: the plugin or build/rust-cov does not build ($LOGS/module-rust-cov.log)"
+			COVERAGE=0
+		fi
+	fi
 	# What each flavour links.
 	if grep -qx svc_rdma_sendto.o "$TOP/build/c/objects.txt" &&
 		! grep -q '_rs\.o$' "$TOP/build/c/objects.txt"; then
@@ -231,7 +239,9 @@ relay_guest() { relay_guest_log "$1: " "$2"; }
 # smoke FLAVOUR: NFSv3 and NFSv4.1 over RDMA in one VM.
 do_e2e_flavour() {
 	local flavour=$1 run rc=0
-	run=$(bash "$TOP/scripts/vm-run.sh" -t 600 -n "smoke-$flavour" smoke "$flavour" 8 0 3 4.1) || rc=$?
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$flavour" trace) -t 600 -n "smoke-$flavour" smoke "$flavour" 8 0 3 4.1) || rc=$?
+	cov_note_run "$flavour" "$run"
 	relay_guest "e2e $flavour" "$run"
 	[ -f "$run/summary" ] && sed 's/^/    /' "$run/summary"
 	if [ "$rc" != 0 ]; then
@@ -270,7 +280,9 @@ do_teardown_flavour() {
 	local flavour=$1 attempt run rc flushed
 	for attempt in 1 2; do
 		rc=0
-		run=$(bash "$TOP/scripts/vm-run.sh" -D -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
+		# shellcheck disable=SC2046 # cov_vm_args' words are options
+		run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$flavour" trace) -D -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
+		cov_note_run "$flavour" "$run"
 		flushed=$(sed -n 's/^teardown_trace_svcrdma_wc_send_flush=//p' "$run/summary" 2>/dev/null)
 		[ "$rc" = 0 ] && [ "${flushed:-0}" -gt 0 ] && break
 		[ "$rc" = 0 ] && echo "    teardown $flavour: no Send was in flight at any stop; running again"
@@ -317,7 +329,9 @@ do_hostile() {
 # safety (refused while mounted; load/unload cycles without leaks), rust.
 do_stress() {
 	local run rc=0
-	run=$(bash "$TOP/scripts/vm-run.sh" -t 600 -n stress-rust stress rust 15 20) || rc=$?
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args rust trace) -t 600 -n stress-rust stress rust 15 20) || rc=$?
+	cov_note_run rust "$run"
 	relay_guest "stress rust" "$run"
 	[ -f "$run/summary" ] && grep -E '^(sq_|unload_)' "$run/summary" | sed 's/^/    /'
 	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
@@ -348,6 +362,61 @@ do_faults() {
 	relay_guest "faults rust" "$run"
 	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	[ "$rc" = 0 ] || bad "faults rust VM run (status $rc, logs in $run)"
+}
+
+# The error paths of the production build (no build of its own): the
+# kernel's function error injection fails the shim's posting and mapping
+# (tests/vm/guest/failfunc.sh, DMA-mapped mode), then failslab fails the
+# allocations made from the Rust object (failslab.sh), each under a
+# verifying load.
+do_failfunc() {
+	local run rc=0
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args rust trace) -D -t 900 -n failfunc-rust failfunc 50) || rc=$?
+	cov_note_run rust "$run"
+	relay_guest "failfunc rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^failfunc_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "failfunc rust VM run (status $rc, logs in $run)"
+	rc=0
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args rust trace) -D -t 900 -n failslab-rust failslab 50) || rc=$?
+	cov_note_run rust "$run"
+	relay_guest "failslab rust" "$run"
+	[ -f "$run/summary" ] && grep -E '^failslab_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
+}
+
+# Machine-code coverage of the rust Send path over this run's rust VM runs
+# (lib.sh cov_vm_args): scripts/coverage_report.py, which fails below the
+# floor; the never-executed blocks are in $LOGS/coverage-blocks-rust.txt.
+COVERAGE_FLOOR=${COVERAGE_FLOOR:-90}
+do_coverage() {
+	local n
+	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)
+	if [ "${n:-0}" = 0 ]; then
+		bad "coverage: no run recorded coverage"
+		return 1
+	fi
+	local a b
+	if [ -f "$TOP/build/rust-prod/text-bytes.txt" ]; then
+		a=$(awk '{ s += $2 } END { print s + 0 }' "$TOP/build/rust-prod/text-bytes.txt")
+		b=$(awk '{ s += $2 } END { print s + 0 }' "$TOP/build/rust-cov/text-bytes.txt")
+		if [ $((a > b ? a - b : b - a)) -le 16 ]; then
+			ok "coverage: build/rust-cov's Send-path text is the production build's ($b bytes, rust-prod $a)"
+		else
+			bad "coverage: build/rust-cov's Send-path text ($b bytes) is not the production build's ($a)"
+		fi
+	fi
+	local rc=0 out
+	out=$(/usr/bin/python3 "$TOP/scripts/coverage_report.py" --logs "$LOGS" --floor "$COVERAGE_FLOOR" \
+		$(cat "$LOGS/coverage-runs.txt") 2>&1) || rc=$?
+	echo "$out" | sed -n '1,/^$/p' | sed 's/^/    /' | head -n 60
+	if [ "$rc" = 0 ]; then
+		ok "coverage: the rust Send path executed at least ${COVERAGE_FLOOR}% of its instructions over $n runs ($LOGS/coverage-table.txt)"
+	else
+		echo "$out" | tail -n 5 | sed 's/^/    /'
+		bad "coverage: below the floor of ${COVERAGE_FLOOR}% or no report ($LOGS/coverage-table.txt)"
+	fi
 }
 
 # The DMA-mapped mode catches what it is for (scripts/dma-mutations.sh):
@@ -436,6 +505,9 @@ all)
 	# through the hostile suite) assert nothing: `make hostile` and `make
 	# debian` run them, `make check` does not (COMPARE=1 puts them back).
 	export COMPARE=${COMPARE:-0}
+	# The rust VM runs record machine-code coverage (lib.sh cov_vm_args).
+	export COVERAGE=${COVERAGE:-1}
+	mkdir -p "$LOGS" && : >"$LOGS/coverage-runs.txt"
 	phase setup do_setup || { summary; exit 1; }
 	phase host-tests do_host || true
 	if phase build do_build; then
@@ -446,11 +518,13 @@ all)
 		phase hostile do_hostile || true
 		phase stress do_stress || true
 		phase faults do_faults || true
+		phase failfunc do_failfunc || true
 		phase dma-mutations do_dma_mutations || true
 		phase storm do_storm 10 || true
 		phase bench-smoke do_bench_smoke || true
 		phase profile-smoke do_profile_smoke || true
 		phase install do_install || true
+		[ "$COVERAGE" = 1 ] && { phase coverage do_coverage || true; }
 	fi
 	# Needs no test kernel: it builds against Debian's own.
 	phase debian do_debian || true
@@ -484,8 +558,11 @@ bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke d
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
+failfunc) phase setup do_setup && phase build do_build && phase failfunc do_failfunc || true ;;
+# The report over the runs that COVERAGE=1 phases recorded so far.
+coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
 esac
 summary

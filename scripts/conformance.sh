@@ -237,8 +237,14 @@ for FABRIC in "${FABRICS[@]}"; do
 			# Re-check the latest runs without booting anything (developing the checks).
 			runs="$(latest_run "conf-server-$f") $(latest_run "conf-client-$f")"
 		else
-			runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 -e "rs_fabric=$FABRIC" "${DMA_OPT[@]}" \
+			# The server VM of the rust flavour records coverage (COVERAGE=1).
+			cov=()
+			for a in $(cov_vm_args "$f"); do
+				case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
+			done
+			runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 -e "rs_fabric=$FABRIC" "${DMA_OPT[@]}" "${cov[@]}" \
 				conf-server conf-client "$f" "$secs") || rc=$?
+			cov_note_run "$f" "${runs%% *}"
 			for r in $runs; do echo "$FABRIC" >"$r/fabric"; done
 		fi
 		SRV[$f]=${runs%% *} CLI[$f]=${runs##* }

@@ -11,10 +11,15 @@
 # its Send-path text must be the size of the production build's, c and
 # rust-prod, which are rebuilt when older than the sources). Then boots one
 # VM at a time with the plugin and rs_coverage=1 (tests/vm/guest/lib.sh
-# records the module's text symbols at each load) for each workload, the
-# way scripts/check.sh runs it: the single-VM smoke and the teardown test
-# for each flavour, the hostile suite (soft-RoCE, then soft-iWARP) for rust.
-# About 7 minutes on 2 cores.
+# records the module's text symbols at each load; rs_cov_trace=1 enables
+# every svcrdma event) for each workload, the way scripts/check.sh runs it:
+# the single-VM smoke, the teardown test, the stress test and the hostile
+# suite (soft-RoCE, then soft-iWARP) for each flavour; for rust also the
+# production build's error paths (failfunc.sh: function error injection
+# into the shim; failslab.sh); then the conformance pair over soft-RoCE,
+# its server VM recording (vm-pair.sh -P). About 30 minutes on 2 cores.
+# `make check` records the rust flavour's coverage over its own runs
+# instead (lib.sh cov_vm_args) and asserts its floor.
 # scripts/coverage_report.py maps the executed addresses back to the
 # Send-path functions (build/*-cov/sendpath-symbols.txt, shim-symbols.txt)
 # and prints instructions executed / total per function and per flavour,
@@ -23,8 +28,6 @@
 # COVERAGE_FLOOR=PCT: fail if rust executed less than PCT% of its Send-path
 # instructions. Exits non-zero if a run left no coverage data or the report
 # fails; a workload's own failure is shown, its coverage still counts.
-# The conformance pair is not among the workloads: scripts/vm-pair.sh has
-# no way to load a plugin into the server VM alone.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -35,11 +38,7 @@ for f in "${FLAVOURS[@]}"; do
 done
 T0=$SECONDS
 
-check_qemu_plugin_api "the coverage plugin"
-P=$TOP/build/coverage
-mkdir -p "$P"
-cc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -pthread \
-	-o "$P/libinsn_coverage.so" "$TOP/tests/profile/insn_coverage.c" || die "the coverage plugin does not build"
+coverage_plugin_build || die "the coverage plugin does not build"
 
 # The builds: production (rebuilt when older than the sources or the test
 # kernel, as scripts/profile.sh does) and debuginfo, whose Send-path text
@@ -68,40 +67,54 @@ for f in "${FLAVOURS[@]}"; do
 done
 
 # The workloads, one VM at a time, each as scripts/check.sh (or
-# scripts/hostile.sh) runs it, with the plugin; timeouts doubled for it.
-COV=(-P "$P/libinsn_coverage.so,out=@RUN@/coverage.txt" -e rs_coverage=1)
-SPECS=() PROBLEMS=0 LAST_RUN=
-# workload FLAVOUR NAME VM-RUN-ARGS...
+# scripts/hostile.sh, scripts/conformance.sh) runs it, with the plugin
+# (lib.sh cov_vm_args); timeouts doubled for it.
+export COVERAGE=1 COV_FLAVOURS="${FLAVOURS[*]}"
+: >"$LOGS/coverage-runs.txt"
+PROBLEMS=0
+# workload FLAVOUR NAME [trace] -- VM-RUN-ARGS...
 workload() {
-	local f=$1 name=$2 run rc=0 t=$SECONDS
-	shift 2
-	LAST_RUN=
-	run=$(bash "$TOP/scripts/vm-run.sh" "${COV[@]}" -e "rs_module_dir=$f-cov" -n "cov-$name-$f" "$@") || rc=$?
+	local f=$1 name=$2 trace= run rc=0 t=$SECONDS
+	[ "$3" = trace ] && trace=trace && shift
+	shift 3
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f" $trace) -n "cov-$name-$f" "$@") || rc=$?
 	if [ -z "$run" ] || [ ! -s "$run/coverage.txt" ]; then
 		warn "coverage: $name $f left no coverage data (status $rc, ${run:-no run dir})"
 		PROBLEMS=$((PROBLEMS + 1))
 		return 0
 	fi
-	echo "    $name $f: status $rc, $(wc -l <"$run/coverage.txt") kernel instructions executed," \
+	cov_note_run "$f" "$run"
+	echo "    $name $f: status $rc, $(wc -l <"$run/coverage.txt") module instructions executed," \
 		"$(find "$run" -name 'kallsyms-rpcrdma-*.txt' | wc -l) module load(s), $((SECONDS - t)) s ($run)"
 	[ "$rc" = 0 ] || echo "    $name $f: the workload failed (status $rc; $run/guest.log); its coverage counts"
-	SPECS+=("$f:$TOP/build/$f-cov:$run")
-	LAST_RUN=$run
 }
 for f in "${FLAVOURS[@]}"; do
 	say "coverage: $f workloads"
-	workload "$f" smoke -t 1200 smoke "$f" 8 0 3 4.1
-	workload "$f" teardown -D -t 1000 teardown "$f" 5
+	workload "$f" smoke trace -- -t 1200 smoke "$f" 8 0 3 4.1
+	workload "$f" teardown trace -- -D -t 1000 teardown "$f" 5
+	workload "$f" stress trace -- -t 1200 stress "$f" 15 20
+	workload "$f" hostile -- -D -t 1800 hostile "$f" 3 siw
 	if [ "$f" = rust ]; then
-		# In the DMA-mapped mode, as scripts/hostile.sh runs it.
-		workload "$f" hostile -D -t 1800 hostile "$f" 3 siw
-		for file in hostile.txt hostile-siw.txt; do
-			[ -n "$LAST_RUN" ] || break
-			n=$(grep -c '^class=' "$LAST_RUN/$file" 2>/dev/null || true)
-			[ "${n:-0}" -ge 20 ] || echo "    hostile $f: only ${n:-0} classes ran ($LAST_RUN/$file)"
-		done
+		# The production build's error paths (shim entry points marked
+		# ALLOW_ERROR_INJECTION, and failslab on the Rust object).
+		workload "$f" failfunc trace -- -D -t 1200 failfunc 50
+		workload "$f" failslab trace -- -D -t 1200 failslab 50
 	fi
 done
+# The conformance pair over soft-RoCE, the server recording.
+say "coverage: the conformance pair (${FLAVOURS[*]})"
+CONF_FABRICS=rxe bash "$TOP/scripts/conformance.sh" "${FLAVOURS[@]}" >"$LOGS/coverage-conformance.log" 2>&1 ||
+	echo "    conformance: failed ($LOGS/coverage-conformance.log); its coverage counts"
+SPECS=()
+while read -r spec; do
+	if [ -s "${spec##*:}/coverage.txt" ]; then
+		SPECS+=("$spec")
+	else
+		warn "coverage: ${spec##*:} left no coverage data"
+		PROBLEMS=$((PROBLEMS + 1))
+	fi
+done <"$LOGS/coverage-runs.txt"
 
 say "coverage: report ($((SECONDS - T0)) s so far)"
 [ ${#SPECS[@]} -gt 0 ] || die "coverage: no run left coverage data"

@@ -338,17 +338,58 @@ def blocks(build):
     return out
 
 
-def block_lines(build, blist):
+REASONS = os.path.join(TOP, 'tests', 'profile', 'coverage-reasons.txt')
+
+
+def load_reasons(path):
+    """[(regex, reason)] from path: 'REGEX<TAB>REASON' lines, # comments.
+
+    A block takes the reason of the first regex that matches its function
+    name or its source lines; none matching means a test is missing.
+    """
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            line = line.rstrip('\n')
+            if not line.strip() or line.lstrip().startswith('#'):
+                continue
+            pat, sep, why = line.partition('\t')
+            if not sep or not why.strip():
+                sys.exit(f'coverage_report: {path}:{n}: not REGEX<TAB>REASON')
+            out.append((re.compile(pat), why.strip()))
+    return out
+
+
+def reason_of(b, reasons):
+    if b['padding']:
+        return 'padding'
+    for rx, why in reasons:
+        if rx.search(b['fn'].pretty) or rx.search(b['src']):
+            return why
+    return 'test missing'
+
+
+def block_lines(build, blist, reasons):
     lines = [f'Never-executed blocks of the {build.flavour} flavour ({build.ko}), largest first;',
              'padding (nop/int3 only) last. bytes, instructions, function+offset [group], source lines',
-             '(innermost inlined frame in our own sources; otherwise the innermost known):']
+             '(innermost inlined frame in our own sources; otherwise the innermost known),',
+             f'reason ({os.path.relpath(REASONS, TOP)}; "test missing" where none applies):']
+    by_reason = collections.Counter()
     for b in blist:
+        why = reason_of(b, reasons)
+        by_reason[why] += b['insns']
         tag = ' (whole function)' if b['whole'] else ''
         tag += ' (padding)' if b['padding'] else ''
         lines.append(f'  {b["bytes"]:>5} B {b["insns"]:>4} insns  {b["fn"].pretty}+{b["off"]:#x} '
                      f'[{b["fn"].group}]{tag}')
         lines.append(f'         {b["src"]}')
-    return lines
+        lines.append(f'         reason: {why}')
+    summary = ['Never-executed instructions by reason:']
+    for why, n in by_reason.most_common():
+        summary.append(f'  {n:>5}  {why}')
+    return summary + [''] + lines
 
 
 def main():
@@ -442,8 +483,9 @@ def main():
     with open(table, 'w') as fh:
         fh.write('\n'.join(out) + '\n')
     print('\n'.join(out))
+    reasons = load_reasons(REASONS)
     for flavour, b in builds.items():
-        lines = block_lines(b, blocks(b))
+        lines = block_lines(b, blocks(b), reasons)
         path = os.path.join(args.logs, f'coverage-blocks-{flavour}.txt')
         with open(path, 'w') as fh:
             fh.write('\n'.join(lines) + '\n')

@@ -26,7 +26,9 @@ DMA_OPT=()
 [ "${COMPARE:-1}" = 1 ] && FLAVOURS="rust c"
 for f in $FLAVOURS; do
 	rc=0
-	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" -t 900 "${DMA_OPT[@]}" -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
+	# shellcheck disable=SC2046 # cov_vm_args' words are options (COVERAGE=1)
+	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f") -t 900 "${DMA_OPT[@]}" -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
+	cov_note_run "$f" "${RUN[$f]}"
 	if [ "$f" = rust ]; then
 		relay_guest_log "" "${RUN[$f]}"
 		# Passed, but not at the first try: shown, with why.

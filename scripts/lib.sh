@@ -112,6 +112,45 @@ hostile_table() {
 		tee "$3"
 }
 
+# Machine-code coverage of the Send path in `make check` (COVERAGE=1, set
+# by scripts/check.sh) and `make coverage`: the VM runs of the flavours in
+# COV_FLAVOURS (default rust) load build/FLAVOUR-cov (the production build,
+# rust with RPCRDMA_RS_KUNIT=n, with debuginfo) under the TCG plugin
+# tests/profile/insn_coverage.c, which records module code only (the core
+# kernel runs uninstrumented), and are listed in $LOGS/coverage-runs.txt for
+# scripts/coverage_report.py. Nothing without COVERAGE=1.
+COV_PLUGIN=$TOP/build/coverage/libinsn_coverage.so
+coverage_plugin_build() {
+	[ -f "$COV_PLUGIN" ] && [ "$COV_PLUGIN" -nt "$TOP/tests/profile/insn_coverage.c" ] && return 0
+	check_qemu_plugin_api "the coverage plugin"
+	mkdir -p "$(dirname "$COV_PLUGIN")"
+	cc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -pthread \
+		-o "$COV_PLUGIN" "$TOP/tests/profile/insn_coverage.c"
+}
+# coverage_build [FLAVOUR]: build/FLAVOUR-cov (default rust), when older
+# than the sources or the kernel.
+coverage_build() {
+	local f=${1:-rust} ko kb args="KCFLAGS=-g KRUSTFLAGS=-Cdebuginfo=2"
+	ko=$TOP/build/$f-cov/rpcrdma.ko kb=$(kernel_build)
+	[ -f "$ko" ] && [ "$ko" -nt "$kb/.build-complete" ] &&
+		[ -z "$(find "$TOP/src" "$TOP/bindings" "$TOP/Kbuild" -newer "$ko" -print -quit)" ] && return 0
+	[ "$f" = rust ] && args="$args RPCRDMA_RS_KUNIT=n"
+	MODULE_MAKE_ARGS=$args bash "$TOP/scripts/build-module.sh" "$f" "$f-cov" >/dev/null
+}
+cov_wanted() { [ "${COVERAGE:-0}" = 1 ] && [[ " ${COV_FLAVOURS:-rust} " = *" $1 "* ]]; }
+# cov_vm_args FLAVOUR [trace]: vm-run.sh options of a run that records
+# coverage; "trace" also enables every svcrdma event after each load, for
+# runs that do not count events themselves.
+cov_vm_args() {
+	cov_wanted "$1" || return 0
+	echo "-P $COV_PLUGIN,out=@RUN@/coverage.txt,from=0xffffffffa0000000 -e rs_coverage=1 -e rs_module_dir=$1-cov${2:+ -e rs_cov_trace=1}"
+}
+# cov_note_run FLAVOUR RUN: list RUN for the report.
+cov_note_run() {
+	cov_wanted "$1" && [ -n "$2" ] || return 0
+	echo "$1:$TOP/build/$1-cov:$2" >>"$LOGS/coverage-runs.txt"
+}
+
 config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
 # The test kernel's object tree, a subdirectory of the source it is built
 # from: Kbuild then names the source "..", so no command line holds an

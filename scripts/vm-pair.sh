@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
 #
 # Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
 # FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
@@ -11,18 +11,22 @@
 # non-zero if either guest failed. -e adds a kernel command-line parameter to
 # both (repeatable), e.g. rs_fabric=siw for soft-iWARP instead of soft-RoCE.
 # -D boots the server VM alone in the DMA-mapped mode (vm-run.sh -D); the
-# client stays as it is.
+# client stays as it is. -s adds a kernel parameter to the server alone, -P
+# loads a TCG plugin into the server alone (vm-run.sh -P; the coverage
+# plugin, see lib.sh cov_vm_args).
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=900 CPUS=2 EXTRA=() SERVER_EXTRA=()
-while getopts t:c:e:D o; do
+while getopts t:c:e:s:P:D o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
 	c) CPUS=$OPTARG ;;
 	e) EXTRA+=(-e "$OPTARG") ;;
 	D) SERVER_EXTRA+=(-D) ;;
-	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	s) SERVER_EXTRA+=(-e "$OPTARG") ;;
+	P) SERVER_EXTRA+=(-P "$OPTARG") ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))

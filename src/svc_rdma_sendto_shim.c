@@ -10,6 +10,7 @@
 #include <linux/slab.h>
 #include <linux/mm.h>
 #include <linux/llist.h>
+#include <linux/error-injection.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -186,6 +187,12 @@ notrace int rs_ibdev_to_node(struct ib_device *dev)
  */
 static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
 
+/*
+ * The kernel's function error injection may fail it (fail_function with
+ * retval -1, which is DMA_MAPPING_ERROR): the production build's mapping
+ * error paths under test without a build of their own. The annotation is
+ * an entry in a table; the code is unchanged.
+ */
 noinline notrace u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 					 unsigned long offset, size_t len)
 {
@@ -193,6 +200,7 @@ noinline notrace u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page
 
 	return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
 }
+ALLOW_ERROR_INJECTION(rs_ib_dma_map_page, ERRNO);
 
 /*
  * The same for lowmem (a kvec), through its page: unmapping is per page.
@@ -271,8 +279,10 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
  * non-NULL @bad_wr is the device's post_send op: called directly, both
  * ways are tail calls (the kernel's -fno-delete-null-pointer-checks keeps
  * a nonnull attribute from removing ib_post_send()'s on-stack dummy).
+ * fail_function may fail it (any errno): then nothing is posted, and
+ * *@bad_wr is left as the caller set it, at the chain's first WR.
  */
-notrace int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
+noinline notrace int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
 			    const struct ib_send_wr *wr,
 			    const struct ib_send_wr **bad_wr)
 {
@@ -280,6 +290,7 @@ notrace int rs_ib_post_send(struct ib_qp *qp, const struct ib_sge *hdr,
 		return rs_sync_header_and_post(qp, hdr, wr, bad_wr);
 	return qp->device->ops.post_send(qp, wr, bad_wr);
 }
+ALLOW_ERROR_INJECTION(rs_ib_post_send, ERRNO);
 
 /*
  * Tracepoints. The events are created by rpcrdma's module.c

@@ -16,7 +16,9 @@
  * scripts/coverage.sh runs it; scripts/coverage_report.py maps the
  * addresses back to functions.
  *
- * Arguments: out=PATH.
+ * Arguments: out=PATH; from=HEX, the lowest address recorded (default the
+ * kernel half; 0xffffffffa0000000, x86-64's module space and above, makes
+ * the core kernel run uninstrumented, for runs that only need modules).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -46,6 +48,7 @@ static struct slot **table;
 static size_t table_size;	/* a power of two */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *out_path = "insn-coverage.txt";
+static uint64_t from = KERNEL_SPACE;
 
 static void *alloc_or_die(size_t n, size_t size)
 {
@@ -124,7 +127,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
 		uint64_t vaddr = qemu_plugin_insn_vaddr(insn);
 
-		if (vaddr >= KERNEL_SPACE)
+		if (vaddr >= from)
 			qemu_plugin_register_vcpu_insn_exec_inline(insn,
 				QEMU_PLUGIN_INLINE_ADD_U64, &slot_for(vaddr)->count, 1);
 	}
@@ -170,6 +173,14 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4) && argv[i][4]) {
 			out_path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "from=", 5)) {
+			char *end;
+
+			from = strtoull(argv[i] + 5, &end, 16);
+			if (*end || from < KERNEL_SPACE) {
+				fprintf(stderr, "insn_coverage: from= takes a kernel address in hex\n");
+				return -1;
+			}
 		} else {
 			fprintf(stderr, "insn_coverage: unknown argument %s\n", argv[i]);
 			return -1;

@@ -13,13 +13,13 @@
 faults=$1
 F=/sys/kernel/debug/failslab
 [ -w $F/require-start ] || { fail "failslab: this kernel has no failslab stack filter (make check-debug)"; exit 1; }
-load_rpcrdma rust
+load_rpcrdma rust || exit 1
 setup_fabric
 start_nfsd
 
 # The address range of our object's text: its functions are contiguous in
 # the module's .text (one section per object). Checked, not assumed.
-syms=$MODULES/rust/rust-text-symbols.txt
+syms=$MODULES/${rs_module_dir:-rust}/rust-text-symbols.txt
 awk '$4 == "[rpcrdma]" && ($2 == "t" || $2 == "T") { print $1, $3 }' /proc/kallsyms |
 	sort >/tmp/modsyms
 range=$(awk -v list="$syms" '

@@ -1,16 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# faults.sh FAULTS: fault injection into the Rust Send path of a
+# faults.sh FAULTS [POINT...]: fault injection into the Rust Send path of a
 # RPCRDMA_RS_FAULT_INJECTION=y build (build*/rust-fault/rpcrdma.ko), under a
 # verifying fio load on an NFSv3 RDMA mount (plus small direct reads, whose
-# replies are mapped page by page). For each point FAULTS faults
+# replies are mapped page by page). For each point (default all four:
+# send_ctxt_get dma_map post_first post_mid) FAULTS faults
 # are injected (every 10th pass through it fails, up to FAULTS times): the
 # affected connection closes, the client reconnects, and fio must go on
 # verifying. Afterwards nothing may be left: leak counters 0, rmmod works.
 . /work/tests/vm/guest/lib.sh
 
 faults=$1
+shift
+POINTS=${*:-send_ctxt_get dma_map post_first post_mid}
 ko=$MODULES/rust-fault/rpcrdma.ko
 P=/sys/module/rpcrdma/parameters
 modprobe ib_core
@@ -29,7 +32,7 @@ sleep 3
 # Time allowed per point; the debug kernel runs about three times slower.
 limit=240
 [ -w "$KMEMLEAK" ] && limit=720
-for point in send_ctxt_get dma_map post_first post_mid; do
+for point in $POINTS; do
 	before=$(cat $P/fail_$point)
 	c0=$(client_connects)
 	t0=$(date +%s)

@@ -60,11 +60,18 @@ load_rpcrdma() {
 # (scripts/coverage.sh), the loaded rpcrdma's text symbols and addresses
 # into /results/kallsyms-rpcrdma-N.txt, N counting this VM's loads, so that
 # the coverage plugin's addresses can be mapped back to its functions.
+# With rs_cov_trace=1 besides, it also enables every svcrdma event, so
+# that the code firing them runs (each is a static branch, off unless
+# enabled); tracing_on may stay off, the events still fire.
 coverage_note_module() {
 	[ "${rs_coverage:-0}" = 1 ] || return 0
 	cov_n=1
 	while [ -e /results/kallsyms-rpcrdma-$cov_n.txt ]; do cov_n=$((cov_n + 1)); done
 	awk '$2 ~ /^[tT]$/ && $4 == "[rpcrdma]"' /proc/kallsyms >/results/kallsyms-rpcrdma-$cov_n.txt
+	[ "${rs_cov_trace:-0}" = 1 ] || return 0
+	for e in /sys/kernel/tracing/events/rpcrdma/svcrdma_*/enable; do
+		echo 1 >"$e" || fail "coverage: cannot enable ${e%/enable}"
+	done
 }
 
 load_installed_rpcrdma() {

@@ -14,7 +14,7 @@
 . /work/tests/vm/guest/lib.sh
 
 flavour=$1 secs=$2 cycles=$3
-ko=$MODULES/$flavour/rpcrdma.ko
+ko=$MODULES/${rs_module_dir:-$flavour}/rpcrdma.ko
 load_rpcrdma "$flavour"
 setup_fabric
 echo 4 >/proc/sys/sunrpc/svc_rdma/max_requests
@@ -58,6 +58,7 @@ i=0 served=0
 while [ $i -lt "$cycles" ]; do
 	i=$((i + 1))
 	insmod "$ko" || { fail "unload: insmod in cycle $i"; break; }
+	coverage_note_module
 	if [ $((i % 5)) = 0 ]; then
 		rpc.nfsd 8
 		echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
