@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults dma-mutations storm debian check-debug pair bench profile coverage lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations storm debian check-debug pair bench profile coverage lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -97,6 +97,11 @@ stress:
 faults:
 	@scripts/check.sh faults
 
+# The production build's error paths under the kernel's function error
+# injection and failslab (tests/vm/guest/failfunc.sh, failslab.sh).
+failfunc:
+	@scripts/check.sh failfunc
+
 # The DMA-mapped test mode against rust builds with a deliberate DMA-API
 # misuse: make check runs two (skip_header_sync, leak_on_error), this
 # target all four.
@@ -131,11 +136,13 @@ bench:
 profile:
 	@scripts/profile.sh $(or $(N),200) $(or $(RUNS),2)
 
-# Machine-code coverage of the Send path: debuginfo builds of both flavours,
-# the smoke, teardown and hostile workloads under a TCG plugin recording
-# every executed kernel instruction; instructions executed per function and
-# the rust flavour's never-executed blocks with their source lines
-# (scripts/coverage.sh). make coverage [FLOOR=PCT]: fail below PCT% for rust.
+# Machine-code coverage of the Send path, both flavours side by side:
+# debuginfo builds of the production flavours, the smoke, teardown, stress,
+# hostile, failfunc/failslab (rust) and conformance workloads under a TCG
+# plugin recording every executed module instruction; instructions executed
+# per function and the never-executed blocks with their source lines and
+# reasons (scripts/coverage.sh, ~30 min). `make check` measures rust over
+# its own runs and asserts the floor. make coverage [FLOOR=PCT].
 coverage:
 	@COVERAGE_FLOOR=$(FLOOR) scripts/coverage.sh
 

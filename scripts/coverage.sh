@@ -94,7 +94,7 @@ for f in "${FLAVOURS[@]}"; do
 	workload "$f" smoke trace -- -t 1200 smoke "$f" 8 0 3 4.1
 	workload "$f" teardown trace -- -D -t 1000 teardown "$f" 5
 	workload "$f" stress trace -- -t 1200 stress "$f" 15 20
-	workload "$f" hostile -- -D -t 1800 hostile "$f" 3 siw
+	workload "$f" hostile trace -- -D -t 1800 hostile "$f" 3 siw
 	if [ "$f" = rust ]; then
 		# The production build's error paths (shim entry points marked
 		# ALLOW_ERROR_INJECTION, and failslab on the Rust object).

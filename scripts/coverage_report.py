@@ -344,8 +344,9 @@ REASONS = os.path.join(TOP, 'tests', 'profile', 'coverage-reasons.txt')
 def load_reasons(path):
     """[(regex, reason)] from path: 'REGEX<TAB>REASON' lines, # comments.
 
-    A block takes the reason of the first regex that matches its function
-    name or its source lines; none matching means a test is missing.
+    A block takes the reason of the first regex that matches "FUNCTION
+    SOURCES" (its function's name, a space, its source lines as printed);
+    none matching means a test is missing.
     """
     out = []
     if not os.path.exists(path):
@@ -365,8 +366,9 @@ def load_reasons(path):
 def reason_of(b, reasons):
     if b['padding']:
         return 'padding'
+    key = f'{b["fn"].pretty} {b["src"]}'
     for rx, why in reasons:
-        if rx.search(b['fn'].pretty) or rx.search(b['src']):
+        if rx.search(key):
             return why
     return 'test missing'
 

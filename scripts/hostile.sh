@@ -27,7 +27,7 @@ DMA_OPT=()
 for f in $FLAVOURS; do
 	rc=0
 	# shellcheck disable=SC2046 # cov_vm_args' words are options (COVERAGE=1)
-	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f") -t 900 "${DMA_OPT[@]}" -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
+	RUN[$f]=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f" trace) -t 900 "${DMA_OPT[@]}" -n "hostile-$f" hostile "$f" "$REPS" siw) || rc=$?
 	cov_note_run "$f" "${RUN[$f]}"
 	if [ "$f" = rust ]; then
 		relay_guest_log "" "${RUN[$f]}"

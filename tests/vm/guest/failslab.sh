@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# failslab.sh FAULTS: slab allocation failures inside the Rust Send path,
-# on the debug kernel (CONFIG_FAILSLAB with the stack-trace filter). The
-# filter's address range is exactly the text of our Rust object, so only
-# allocations made from it fail (send ctxts, and the R/W contexts and
+# failslab.sh FAULTS: slab allocation failures inside the Rust Send path
+# (CONFIG_FAILSLAB with the stack-trace filter, on the test and debug
+# kernels). The filter's address range is exactly the text of the Rust
+# object and its C shim, so only allocations made from them fail (send ctxts, and the R/W contexts and
 # scatterlists svc_rdma_rw.c allocates for our Write and Reply chunks),
 # under a verifying fio load. FAULTS failures must be injected; each closes
 # the connection, the client reconnects, fio verifies, nothing leaks.
@@ -17,9 +17,13 @@ load_rpcrdma rust || exit 1
 setup_fabric
 start_nfsd
 
-# The address range of our object's text: its functions are contiguous in
-# the module's .text (one section per object). Checked, not assumed.
-syms=$MODULES/${rs_module_dir:-rust}/rust-text-symbols.txt
+# The address range of the Send path's text, the Rust object and the C
+# shim: contiguous in the module's text (the crate's hot functions, the
+# shim's, then the crate's cold ones, which the linker places after them).
+# Checked, not assumed.
+build=$MODULES/${rs_module_dir:-rust}
+cat $build/rust-text-symbols.txt $build/shim-symbols.txt >/tmp/sendpath-syms
+syms=/tmp/sendpath-syms
 awk '$4 == "[rpcrdma]" && ($2 == "t" || $2 == "T") { print $1, $3 }' /proc/kallsyms |
 	sort >/tmp/modsyms
 range=$(awk -v list="$syms" '
@@ -32,9 +36,9 @@ range=$(awk -v list="$syms" '
 	}' /tmp/modsyms)
 set -- $range
 case "$1" in
-none|foreign) fail "failslab: cannot find our object's text in kallsyms ($range)"; exit 1 ;;
+none|foreign) fail "failslab: cannot find the Send path's text in kallsyms ($range)"; exit 1 ;;
 esac
-[ "$2" = end ] && { fail "failslab: our object is last in the module's text, no end address"; exit 1; }
+[ "$2" = end ] && { fail "failslab: the Send path is last in the module's text, no end address"; exit 1; }
 # 64-bit addresses: beyond the shell's signed arithmetic.
 start=0x$1 end=0x$2
 result failslab_text_functions "$3"
@@ -90,6 +94,7 @@ rpc.nfsd 0
 sleep 1
 expect_no_leaks failslab
 if rmmod rpcrdma; then pass "failslab: rpcrdma unloads"; else fail "failslab: rpcrdma does not unload"; fi
+dma_mode_check failslab
 kmemleak_check failslab
 result failures $FAILS
 exit $FAILS

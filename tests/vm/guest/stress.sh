@@ -21,6 +21,10 @@ echo 4 >/proc/sys/sunrpc/svc_rdma/max_requests
 NFSD_THREADS=32 start_nfsd
 MOUNT_OPTS=nconnect=4 mount_rdma 3 /mnt/s || { fail "NFSv3 nconnect mount"; exit 1; }
 starve0=$(stat_rdma sq_starve)
+# The leak counters are world-readable: read them all along, as a monitor
+# would, while the census they run walks ctxts in use.
+(while :; do send_path_leaks >/dev/null; sleep 1; done) &
+census=$!
 if fio --name=sq --directory=/mnt/s --rw=randrw --bs=1m --size=16m --numjobs=4 \
 	--direct=1 --ioengine=libaio --iodepth=32 --runtime="$secs" --time_based \
 	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
@@ -33,12 +37,42 @@ else
 	tail -n 10 /tmp/fio.out
 	fail "sq: fio failed with minimal credits"
 fi
+kill $census
 starved=$(($(stat_rdma sq_starve) - starve0))
 result sq_starve "$starved"
 if [ "$starved" -gt 0 ]; then
 	pass "sq: $starved Sends waited for Send Queue entries (rdma_stat_sq_starve) and were served"
 else
 	fail "sq: the Send Queue never ran out (rdma_stat_sq_starve 0): the ticket path was not exercised"
+fi
+
+# The RDMA device deleted while Sends wait in the SQ line: each waiter
+# must give up (its ticket passed on to the next), the connections close,
+# and once the device is back the client reconnects and fio goes on
+# verifying.
+fio --name=sqgone --directory=/mnt/s --rw=randrw --bs=1m --size=16m --numjobs=4 \
+	--direct=1 --ioengine=libaio --iodepth=32 --runtime=20 --time_based \
+	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
+	--serialize_overlap=1 --verify_state_save=0 --group_reporting \
+	--output-format=terse --terse-version=3 >/tmp/fio-gone.out 2>&1 &
+gone_fio=$!
+sleep 6
+c0=$(client_connects) s0=$(stat_rdma sq_starve)
+timeout 120 rdma link delete $dev || fail "sq: deleting $dev under load failed or took over 120 s"
+s1=$(stat_rdma sq_starve)
+rdma link add $dev type "$FABRIC" netdev eth0 || fail "sq: re-adding $dev"
+if wait $gone_fio; then
+	c=$(($(client_connects) - c0))
+	result sq_gone_reconnects "$c"
+	result sq_gone_starved_before "$((s1 - s0))"
+	if [ "$c" -gt 0 ]; then
+		pass "sq: $dev deleted under SQ exhaustion and re-added; the client reconnected $c times and fio verified"
+	else
+		fail "sq: $dev deleted under load but the client never reconnected"
+	fi
+else
+	tail -n 10 /tmp/fio-gone.out
+	fail "sq: fio failed across the deletion of $dev"
 fi
 
 if rmmod rpcrdma 2>/dev/null; then
