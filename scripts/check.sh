@@ -95,12 +95,15 @@ build_kernel_and_modules() {
 do_build() {
 	build_kernel_and_modules || return 1
 	if [ "${COVERAGE:-0}" = 1 ]; then
-		if coverage_plugin_build && coverage_build; then
-			ok "coverage: the TCG plugin and build/rust-cov (production, with debuginfo) build"
-		else
-			bad "coverage: the plugin or build/rust-cov does not build ($LOGS/module-rust-cov.log)"
-			COVERAGE=0
-		fi
+		local f
+		for f in ${COV_FLAVOURS:-rust}; do
+			if coverage_plugin_build && coverage_build "$f"; then
+				ok "coverage: the TCG plugin and build/$f-cov (production, with debuginfo) build"
+			else
+				bad "coverage: the plugin or build/$f-cov does not build ($LOGS/module-$f-cov.log)"
+				COVERAGE=0
+			fi
+		done
 	fi
 	# What each flavour links.
 	if grep -qx svc_rdma_sendto.o "$TOP/build/c/objects.txt" &&
@@ -390,9 +393,10 @@ do_failfunc() {
 	[ "$rc" = 0 ] || bad "failslab rust VM run (status $rc, logs in $run)"
 }
 
-# Machine-code coverage of the rust Send path over this run's rust VM runs
-# (lib.sh cov_vm_args): scripts/coverage_report.py, which fails below the
-# floor; the never-executed blocks are in $LOGS/coverage-blocks-rust.txt.
+# Machine-code coverage of the Send path over this run's VM runs (lib.sh
+# cov_vm_args; c's beside rust's): scripts/coverage_report.py, which fails
+# when rust is below the floor; the never-executed blocks are in
+# $LOGS/coverage-blocks-{rust,c}.txt.
 COVERAGE_FLOOR=${COVERAGE_FLOOR:-82}
 do_coverage() {
 	local n
@@ -418,6 +422,7 @@ do_coverage() {
 	# The totals and the never-executed instructions by reason; the
 	# per-function table and every block are in the files.
 	sed -n '/^Totals/,/^$/p' "$LOGS/coverage-table.txt" | sed 's/^/    /'
+	sed -n '/^Per run/,/^$/p' "$LOGS/coverage-table.txt" | sed 's/^/    /'
 	sed -n '/by reason/,/^$/p' "$LOGS/coverage-blocks-rust.txt" | sed 's/^/    /'
 	share=$(echo "$out" | sed -n 's/^PASS: rust Send-path coverage \([0-9.]*\)%.*/\1/p')
 	if [ "$rc" = 0 ] && [ -n "$share" ]; then
@@ -515,8 +520,9 @@ all)
 	# through the hostile suite) assert nothing: `make hostile` and `make
 	# debian` run them, `make check` does not (COMPARE=1 puts them back).
 	export COMPARE=${COMPARE:-0}
-	# The rust VM runs record machine-code coverage (lib.sh cov_vm_args).
-	export COVERAGE=${COVERAGE:-1}
+	# The VM runs record machine-code coverage (lib.sh cov_vm_args): rust's
+	# for the floor, c's beside it.
+	export COVERAGE=${COVERAGE:-1} COV_FLAVOURS=${COV_FLAVOURS:-c rust}
 	# failfunc injects the other two on the production build.
 	FAULT_POINTS="send_ctxt_get post_mid"
 	mkdir -p "$LOGS" && : >"$LOGS/coverage-runs.txt"
