@@ -5,7 +5,8 @@
 #
 # Debian's stock 7.3 kernel as a target, from Debian's own packages only:
 #   env     a Debian trixie system (chroot in the cache) as a server running
-#           that kernel has it: linux-headers-<release>, kmod, and the tools
+#           that kernel has it: its modules (linux-modules-<release>; no
+#           vmlinuz, the VMs boot it) and headers, kmod, and the tools
 #           a Debian developer builds and tests the package with (debhelper,
 #           dh-dkms, lintian, autopkgtest). The module's toolchain (rustc,
 #           bindgen, dkms, ...) is not there: installing the package
@@ -14,7 +15,8 @@
 #           linux-image package, plus a small initramfs that loads the
 #           virtio/9p modules a 9p root needs; prints its dir
 #   chroot CMD...  runs CMD inside the build environment (proc, sys and dev
-#           bound in a private mount namespace, so the host is untouched)
+#           bound in a private mount namespace, so the host is untouched);
+#           DEBIAN_ENV=<dir printed by env> skips looking it up (~2 s)
 # The target is the kernel that trixie-backports' linux-image-amd64 depends
 # on; every cache dir is keyed by that package version and this script.
 
@@ -22,7 +24,9 @@
 
 SUITE=trixie
 MIRROR=http://deb.debian.org/debian
-# Besides linux-headers-<release>: what the package is built and tested with.
+# Besides linux-headers-<release> and linux-modules-<release> (the kernel's
+# modules, so that DKMS runs depmod and modinfo sees which rpcrdma.ko is in
+# force): what the package is built and tested with.
 # Nothing of the module's own toolchain: `apt install ./rpcrdma-rs-dkms_*.deb`
 # must bring that (scripts/debian-check.sh checks it is absent before).
 ENV_PKGS="kmod build-essential debhelper dh-dkms dpkg-dev lintian autopkgtest"
@@ -30,7 +34,7 @@ ENV_PKGS="kmod build-essential debhelper dh-dkms dpkg-dev lintian autopkgtest"
 INITRAMFS_MODULES="9pnet_virtio 9p"
 # Cache keys: the build environment changes with the package list, the
 # kernel dir with this script's initramfs part.
-ENV_KEY=$(echo "$SUITE $ENV_PKGS" | sha256sum | cut -c1-8)
+ENV_KEY=$(echo "$SUITE $ENV_PKGS linux-headers linux-modules" | sha256sum | cut -c1-8)
 KERNEL_KEY=$(sed -n '/^debian_kernel()/,/^}/p' "$0" | cat - <(echo "$INITRAMFS_MODULES") | sha256sum | cut -c1-8)
 
 # The target kernel, as the host's apt sees trixie-backports (scripts/setup.sh
@@ -81,10 +85,10 @@ build_env() {
 	EOT
 	rm -f "$r/etc/apt/sources.list"
 	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
-	say "Debian build environment: installing linux-headers-$DEB_KREL, debhelper, dh-dkms, lintian, autopkgtest (~1 min)" >&2
+	say "Debian build environment: installing linux-headers-$DEB_KREL, linux-modules-$DEB_KREL, debhelper, dh-dkms, lintian, autopkgtest (~2 min)" >&2
 	# shellcheck disable=SC2086 # the package list splits
 	progress_logged debian-apt-install in_chroot "$r" apt-get install -y --no-install-recommends \
-		$ENV_PKGS "linux-headers-$DEB_KREL" >&2
+		$ENV_PKGS "linux-headers-$DEB_KREL" "linux-modules-$DEB_KREL" >&2
 	in_chroot "$r" dpkg-query -W debhelper dh-dkms lintian "linux-headers-$DEB_KREL" >"$r/.versions"
 	touch "$r/.complete"
 	say "Debian build environment: ready ($(tr '\t' ' ' <"$r/.versions" | paste -sd, | sed 's/,/, /g'))" >&2
@@ -160,7 +164,7 @@ env) build_env ;;
 kernel) debian_kernel ;;
 chroot)
 	shift
-	r=$(build_env)
+	r=${DEBIAN_ENV:-$(build_env)}
 	in_chroot "$r" "$@"
 	;;
 target) target; echo "$DEB_KREL $DEB_VERSION" ;;
