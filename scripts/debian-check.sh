@@ -44,7 +44,9 @@ R=$(bash "$TOP/scripts/debian-env.sh" env) || die "Debian build environment"
 K=$(bash "$TOP/scripts/debian-env.sh" kernel) || die "Debian kernel"
 KREL=$(cat "$K/release")
 export DEBIAN_ENV=$R
-chr() { bash "$TOP/scripts/debian-env.sh" chroot "$@"; }
+# NICE: set while the VMs run, so that the builds take the other core.
+NICE=
+chr() { $NICE bash "$TOP/scripts/debian-env.sh" chroot "$@"; }
 PKG=rpcrdma-rs-dkms
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$TOP/dkms.conf")
 debver=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$TOP/debian/changelog")
@@ -75,12 +77,14 @@ extra_headers() {
 		sed -n 's/ install ok installed$//p' |
 		grep -vx -e "linux-headers-$KREL" -e "linux-headers-${KREL%-*}-common" || true
 }
-# Back to the environment as debian-env.sh made it: no package, no extra
-# headers, none of what they brought.
+# Back to the environment as debian-env.sh made it (a run leaves the
+# toolchain the package brought; a cold one has nothing to remove): no
+# package, no extra headers, none of what they brought.
 to_baseline() {
 	# dpkg, not apt: after a purge apt no longer knows the local package.
+	# sudo (dkms recommends it) refuses removal unless told.
 	step baseline sh -c "dpkg --purge $PKG && apt-get purge -y $(extra_headers | paste -sd' ') &&
-		apt-get autoremove --purge -y"
+		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
 
 # 1. The package, built with Debian's tools from a copy of this tree.
@@ -159,36 +163,111 @@ fi
 # No panic path: Debian's kernel has CONFIG_RUST_OVERFLOW_CHECKS=y, so any
 # arithmetic, index or conversion that can fail would import a core panic
 # function, and a panic is BUG() on the server.
-panics=$(nm -u "$R$ko" 2>/dev/null | grep -E ' U _R.*(4core9panicking|panic|unwrap_failed|expect_failed)' || true)
-if [ -z "$panics" ] && nm -u "$R$ko" >/dev/null 2>&1; then
+# DKMS compresses the module as the kernel's own are (.ko.xz).
+case $ko in *.xz) xz -dc "$R$ko" ;; *) cat "$R$ko" ;; esac >"$LOGS/debian-rpcrdma.ko"
+panics=$(nm -u "$LOGS/debian-rpcrdma.ko" 2>/dev/null | grep -E ' U _R.*(4core9panicking|panic|unwrap_failed|expect_failed)' || true)
+if [ -z "$panics" ] && nm -u "$LOGS/debian-rpcrdma.ko" >/dev/null 2>&1; then
 	pass "Debian build: the module imports no core panic function (overflow checks on, KUnit off)"
 else
 	echo "$panics" | sed 's/^/    /'
 	fail "Debian build: the module has panic paths ($(echo "$panics" | grep -c .) core panic imports)"
 fi
 # modinfo_ok KREL FILE: our version string, the kernel's vermagic, and a
-# signature by DKMS's own key (its certificate's subject key identifier).
+# signature by DKMS's own key (sign-file names the certificate by its
+# issuer and serial number: modinfo's sig_key is that serial).
 modinfo_ok() {
 	local k=$1 f=$2 v vm signer key ski
 	v=$(chr modinfo -F version "$f")
 	vm=$(chr modinfo -F vermagic "$f")
 	signer=$(chr modinfo -F signer "$f")
 	key=$(chr modinfo -F sig_key "$f" | tr -d ':' | tr 'A-F' 'a-f')
-	ski=$(chr openssl x509 -inform DER -in /var/lib/dkms/mok.pub -noout -ext subjectKeyIdentifier 2>/dev/null |
-		sed -n 's/^ *\([0-9A-Fa-f:]*\)$/\1/p' | tr -d ':' | tr 'A-F' 'a-f')
+	ski=$(chr openssl x509 -inform DER -in /var/lib/dkms/mok.pub -noout -serial 2>/dev/null |
+		sed -n 's/^serial=//p' | tr 'A-F' 'a-f')
 	if [[ $v == "$k-rs.v$ver-rust" ]] && [[ $vm == "$k "* ]]; then
 		pass "$k: modinfo version $v, vermagic '$vm'"
 	else
 		fail "$k: modinfo version '$v' (want $k-rs.v$ver-rust), vermagic '$vm' ($f)"
 	fi
 	if [ -n "$key" ] && [ "$key" = "$ski" ]; then
-		pass "$k: signed by DKMS's key (signer '$signer', /var/lib/dkms/mok.pub, key id $key)"
+		pass "$k: signed by DKMS's key (signer '$signer', serial $key of /var/lib/dkms/mok.pub)"
 	else
-		fail "$k: signer '$signer', key id '$key', but DKMS's certificate is '$ski' ($f)"
+		fail "$k: signer '$signer', sig_key '$key', but DKMS's certificate /var/lib/dkms/mok.pub has serial '$ski' ($f)"
 	fi
 }
 modinfo_ok "$KREL" "$ko"
 lap checks
+
+# 5. Debian's kernel in VMs, in the background while steps 3 and 4 run
+# (the VMs are single-threaded TCG: they leave the other core to the
+# builds, which run niced): its modules tree as the package installs it
+# (stock), and the environment's as DKMS left it (its depmod, and Debian's
+# own rpcrdma.ko moved aside into /var/lib/dkms while ours is installed).
+T=$CACHE/debian/trees
+rm -rf "$T"
+mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
+cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
+cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
+ln -s "$T/stock" "$T/stock.base/lib/modules"
+depmod -b "$T/stock.base" "$KREL"
+
+declare -A RUN
+# Single-threaded TCG: Debian's kernel flips static keys (int3 text patching)
+# while other CPUs run, and QEMU 7.2's multi-threaded TCG then lets a CPU
+# trap on an int3 already gone ("Oops: int3" in sched_clock_cpu at boot,
+# once in about seven boots here). One host thread runs the vCPUs in turn.
+vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
+	local flavour=$1 tree=$2 name=$3 rc=0
+	shift 3
+	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
+		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
+	return $rc
+}
+# Its PASS:/FAIL: lines are replayed (and counted) when it is done.
+vms() {
+	for f in rust stock; do
+		tree=$([ $f = rust ] && echo ours || echo stock)
+		rc=0
+		vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
+		run=${RUN[debian-smoke-$f]}
+		relay_guest_log "Debian $f e2e: " "$run"
+		[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
+		for v in v3 v41; do
+			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
+				fail "Debian $f e2e: no verified bytes for $v ($run)"
+		done
+		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
+		rc=0
+		vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
+		run=${RUN[debian-hostile-$f]}
+		if [ $f = rust ]; then
+			relay_guest_log "Debian rust hostile: " "$run"
+			[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
+			n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
+			[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
+		fi
+	done
+
+
+	# Side by side: Debian's own module and ours on Debian's kernel.
+	get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
+	echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
+	printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
+	for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
+		v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
+		v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
+		printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
+	done
+	[ "${COMPARE:-1}" = 1 ] || return 0
+	printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
+		"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
+	echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
+	printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
+	hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
+}
+vms >"$LOGS/debian-vms.out" 2>&1 &
+VMS=$!
+t_vms=$SECONDS
+NICE="nice -n 10"
 
 # 3. Refusals, against changed copies of the same headers, from the tree
 # the package was built from, with the package's cache (the exports case
@@ -258,52 +337,15 @@ fi
 # shellcheck disable=SC2046
 step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
 lap autopkgtest
-
-# 5. Debian's kernel in VMs: its modules tree as the package installs it
-# (stock), and the environment's, as DKMS left it (its depmod included).
-T=$CACHE/debian/trees
-rm -rf "$T"
-mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
-cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
-cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
-ln -s "$T/stock" "$T/stock.base/lib/modules"
-depmod -b "$T/stock.base" "$KREL"
-
-declare -A RUN
-# Single-threaded TCG: Debian's kernel flips static keys (int3 text patching)
-# while other CPUs run, and QEMU 7.2's multi-threaded TCG then lets a CPU
-# trap on an int3 already gone ("Oops: int3" in sched_clock_cpu at boot,
-# once in about seven boots here). One host thread runs the vCPUs in turn.
-vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
-	local flavour=$1 tree=$2 name=$3 rc=0
-	shift 3
-	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
-		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
-	return $rc
-}
-for f in rust stock; do
-	tree=$([ $f = rust ] && echo ours || echo stock)
-	rc=0
-	vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
-	run=${RUN[debian-smoke-$f]}
-	relay_guest_log "Debian $f e2e: " "$run"
-	[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
-	for v in v3 v41; do
-		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
-			fail "Debian $f e2e: no verified bytes for $v ($run)"
-	done
-	[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
-	rc=0
-	vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
-	run=${RUN[debian-hostile-$f]}
-	if [ $f = rust ]; then
-		relay_guest_log "Debian rust hostile: " "$run"
-		[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
-		n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
-		[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
-	fi
-done
-lap vms
+NICE=
+say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
+wait "$VMS" || true
+while IFS= read -r line; do
+	echo "$line"
+	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+done <"$LOGS/debian-vms.out"
+TIMES+=("vms(background) $((SECONDS - t_vms))s")
+lap vms-wait
 
 # 6. Remove, reinstall, purge.
 rc=0
@@ -335,23 +377,7 @@ if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$left" 
 else
 	fail "apt remove --purge $PKG: exit $rc; modinfo -n rpcrdma is '$k'; left: '$left' ($LOGS/debian-apt-purge.log)"
 fi
-to_baseline || fail "apt-get autoremove --purge ($LOGS/debian-baseline.log)"
 lap remove-reinstall-purge
 echo "    debian phase steps: ${TIMES[*]}"
-
-# Side by side: Debian's own module and ours on Debian's kernel.
-get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
-echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
-printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
-for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
-	v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
-	v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
-	printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
-done
-[ "${COMPARE:-1}" = 1 ] || { [ "$FAILS" = 0 ]; exit; }
-printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
-	"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
-echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
-printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
-hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
 [ "$FAILS" = 0 ]
+
