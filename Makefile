@@ -33,7 +33,7 @@ help:
 	@echo "make bench    instruction profile per reply class, then the end-to-end A/B"
 	@echo "make profile  the instruction profile alone (N=RPCs per class, RUNS=boots)"
 	@echo "make coverage machine-code coverage of the Send path, both flavours (FLOOR=PCT for rust)"
-	@echo "make debian   DKMS build on Debian's toolchain, Debian's kernel serving with ours and its own"
+	@echo "make debian   the Debian package (apt install ./deb, DKMS) on Debian's kernel, serving with ours and its own"
 	@echo "make install | uninstall   ours into /lib/modules/KVER/updates/ (KDIR=), or out again"
 	@echo "make clean    remove build outputs in the repo; make cache-clean removes the cache"
 
@@ -113,10 +113,12 @@ dma-mutations:
 storm:
 	@scripts/check.sh storm $(CYCLES)
 
-# Debian's stock 7.3 kernel: DKMS with Debian's toolchain in a trixie build
-# environment, the toolchain refusals, and VMs booting Debian's vmlinuz with
-# ours and with Debian's own rpcrdma.ko. Part of `make check`, there without
-# Debian's own module through the hostile suite (COMPARE=0).
+# Debian's stock 7.3 kernel: the Debian package (debian/) built, linted and
+# installed with apt in a trixie system, DKMS building it for Debian's
+# kernels (and skipping other series), the toolchain refusals, autopkgtest,
+# VMs booting Debian's vmlinuz with ours and with Debian's own rpcrdma.ko,
+# remove/reinstall/purge. Part of `make check`, there without Debian's own
+# module through the hostile suite (COMPARE=0).
 debian:
 	@scripts/check.sh debian
 

@@ -503,8 +503,11 @@ do_profile_smoke() {
 	PROFILE_SMOKE=1 relay_script "" bash "$TOP/scripts/profile.sh"
 }
 
-# Debian's stock kernel: DKMS with Debian's toolchain, the refusals, and
-# Debian's vmlinuz running ours and its own rpcrdma.ko (scripts/debian-check.sh).
+# Debian's stock kernel (scripts/debian-check.sh): the Debian package built
+# (lintian) and installed as an admin would, DKMS building it for Debian's
+# kernel and another 7.3 flavour and skipping other kernels, the refusals,
+# the package's autopkgtest, Debian's vmlinuz running ours and its own
+# rpcrdma.ko, then remove, reinstall and purge.
 do_debian() {
 	relay_script "" bash "$TOP/scripts/debian-check.sh" "${1:-3}"
 }

@@ -3,23 +3,34 @@
 #
 # debian-check.sh [HOSTILE_REPS]: our module on Debian's stock 7.3 kernel,
 # the way a Debian server admin gets it, behind `make debian` and a phase
-# of `make check`:
-#  1. In a Debian trixie build environment with Debian's toolchain and
-#     linux-headers-<release> (scripts/debian-env.sh): a real `dkms add`,
-#     `dkms build` and `dkms install` of this tree. The build regenerates
-#     what the headers lack from linux-source-7.3 (scripts/prepare-kdir.sh,
-#     cached in the environment), compiles the crate with Debian's rustc
-#     1.85, and must not print a warning; modinfo must name the release.
-#  2. The refusals (scripts/toolchain-refusals.sh): wrong rustc, bindgen,
+# of `make check`. In a Debian trixie system with Debian's kernel modules
+# and headers (scripts/debian-env.sh; none of the module's toolchain):
+#  1. The package: `dpkg-buildpackage -us -uc -b` of debian/, then lintian:
+#     no error, and no warning that debian/README.source does not list.
+#  2. `apt install ./rpcrdma-rs-dkms_*.deb`: its Depends bring the toolchain
+#     (rustc, bindgen, dkms, ...), its Recommends linux-source-7.3, and DKMS
+#     builds for the installed kernel (regenerating what the headers lack,
+#     scripts/prepare-kdir.sh) with no compiler warning and no panic path;
+#     modprobe's choice (modinfo -n) is ours, signed with DKMS's key.
+#  3. The refusals (scripts/toolchain-refusals.sh): wrong rustc, bindgen,
 #     source version, missing CONFIG_RUST, rpcrdma built in, exports that
 #     differ from Module.symvers.
-#  3. VMs booting Debian's unmodified vmlinuz and modules: `modprobe
-#     rpcrdma` loads ours from updates/ and runs the e2e smoke (NFSv3 and
-#     v4.1 checksummed copy, verifying fio) and the hostile-client suite;
-#     the e2e smoke with Debian's own rpcrdma.ko as the baseline; side by
-#     side. With COMPARE=1 (the default of `make debian`; `make check`
-#     leaves it out, it asserts nothing) Debian's own runs the hostile
-#     suite too, for a table of both.
+#  4. Other kernels, package installs only: the headers of a kernel of the
+#     supported series (another flavour of the same 7.3 release: the
+#     archive has one 7.3.x) make DKMS build for it; those of a 7.2 kernel
+#     (trixie-backports) and of trixie's 6.12 are skipped by dkms.conf's
+#     BUILD_EXCLUSIVE_*, and apt succeeds. Then the package's autopkgtest
+#     (debian/tests) on all four.
+#  5. VMs booting Debian's unmodified vmlinuz: the modules tree as DKMS left
+#     it, where plain `modprobe rpcrdma` loads ours and runs the e2e smoke
+#     (NFSv3 and v4.1 checksummed copy, verifying fio) and the hostile-client
+#     suite; Debian's own rpcrdma.ko through the same smoke as the baseline.
+#     With COMPARE=1 (the default of `make debian`; `make check` leaves it
+#     out, it asserts nothing) Debian's own runs the hostile suite too.
+#  6. `apt remove`: Debian's own rpcrdma.ko is in force again; a reinstall
+#     builds and installs ours again; `apt remove --purge` leaves nothing
+#     of the package. Then back to the environment as it was (autoremove),
+#     so that the next run proves the Depends again.
 # Prints PASS:/FAIL: lines; exits non-zero on any failure.
 
 . "$(dirname "$0")/lib.sh"
@@ -32,37 +43,118 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 R=$(bash "$TOP/scripts/debian-env.sh" env) || die "Debian build environment"
 K=$(bash "$TOP/scripts/debian-env.sh" kernel) || die "Debian kernel"
 KREL=$(cat "$K/release")
+export DEBIAN_ENV=$R
+# NICE: set while the VMs run, so that the builds take the other core.
+NICE=
+chr() { $NICE bash "$TOP/scripts/debian-env.sh" chroot "$@"; }
+PKG=rpcrdma-rs-dkms
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$TOP/dkms.conf")
-chr() { bash "$TOP/scripts/debian-env.sh" chroot "$@"; }
+debver=$(sed -n '1s/^[^ ]* (\([^)]*\)).*/\1/p' "$TOP/debian/changelog")
+DEB=/var/tmp/rpcrdma-rs/${PKG}_${debver}_all.deb
+MOD=rpcrdma-rs/$ver
+# What the package's Depends and Recommends must bring (debian/control).
+TOOLCHAIN="dkms rustc rust-src bindgen libclang-dev linux-source-$KVER_PKG"
+# The admin's apt; downloaded packages are kept, so that later runs
+# reinstall the toolchain from the environment's own cache.
+APT="apt -o APT::Keep-Downloaded-Packages=true -y"
+TIMES=()
+t_mark=$SECONDS
+lap() { TIMES+=("$1 $((SECONDS - t_mark))s"); t_mark=$SECONDS; }
+# step NAME CMD...: CMD in the environment, output in $LOGS/debian-NAME.log;
+# returns its exit status.
+step() {
+	local name=$1
+	shift
+	chr "$@" >"$LOGS/debian-$name.log" 2>&1
+}
+installed() { chr dpkg-query -W -f '${Package} ${Status}\n' "$@" 2>/dev/null | grep -c ' install ok installed$' || true; }
+modfile() { chr modinfo -k "$1" -n rpcrdma 2>/dev/null || true; }
+STOCK_KO=kernel/net/sunrpc/xprtrdma/rpcrdma.ko
 
-# 1. DKMS, as the admin runs it. The source goes where a package puts it.
-say "debian: dkms add, build, install rpcrdma-rs/$ver for $KREL ($(tr '\t' ' ' <"$R/.versions" | grep -E '^(rustc|bindgen|gcc-14) ' | paste -sd, | sed 's/,/, /g'))"
-chr dkms remove "rpcrdma-rs/$ver" --all >/dev/null 2>&1 || true
-rm -rf "$R/usr/src/rpcrdma-rs-$ver"
-mkdir -p "$R/usr/src/rpcrdma-rs-$ver"
+# The headers the environment did not start with (step 4's), for removal.
+extra_headers() {
+	chr dpkg-query -W -f '${Package} ${Status}\n' 'linux-headers-*' 2>/dev/null |
+		sed -n 's/ install ok installed$//p' |
+		grep -vx -e "linux-headers-$KREL" -e "linux-headers-${KREL%-*}-common" || true
+}
+# Back to the environment as debian-env.sh made it (a run leaves the
+# toolchain the package brought; a cold one has nothing to remove): no
+# package, no extra headers, none of what they brought.
+to_baseline() {
+	# dpkg, not apt: after a purge apt no longer knows the local package.
+	# sudo (dkms recommends it) refuses removal unless told.
+	step baseline sh -c "dpkg --purge $PKG && apt-get purge -y $(extra_headers | paste -sd' ') &&
+		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
+}
+
+# 1. The package, built with Debian's tools from a copy of this tree.
+say "debian: dpkg-buildpackage and lintian ($PKG $debver)"
+rm -rf "$R/root/pkg" "$R/var/tmp/rpcrdma-rs"
+mkdir -p "$R/root/pkg/rpcrdma-rs" "$R/var/tmp/rpcrdma-rs"
 git -C "$TOP" ls-files -z --cached --others --exclude-standard |
-	(cd "$TOP" && xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$R/usr/src/rpcrdma-rs-$ver"
-log=$LOGS/debian-dkms.log
-t0=$SECONDS
-rc=0
-( progress_logged debian-dkms chr sh -c "dkms add rpcrdma-rs/$ver && dkms build rpcrdma-rs/$ver -k $KREL &&
-	dkms install rpcrdma-rs/$ver -k $KREL" ) || rc=$?
-# DKMS keeps make's output (our summary lines) per kernel; the compilers'
-# full output is in the build's own log inside the environment.
-mklog=$(find "$R/var/lib/dkms/rpcrdma-rs/$ver" -name make.log | head -n 1)
-cp "$mklog" "$LOGS/debian-dkms-make.log" 2>/dev/null || true
-cp "$R/root/.cache/rpcrdma-rs/logs/module-rust.log" "$LOGS/debian-module-build.log" 2>/dev/null || true
-if [ "$rc" != 0 ]; then
-	tail -n 20 "$LOGS/debian-dkms-make.log" 2>/dev/null | sed 's/^/    /'
-	fail "Debian $KREL: dkms build/install ($log, $LOGS/debian-dkms-make.log, $LOGS/debian-module-build.log)"
+	(cd "$TOP" && xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$R/root/pkg/rpcrdma-rs"
+if step dpkg-buildpackage sh -c 'cd /root/pkg/rpcrdma-rs && dpkg-buildpackage -us -uc -b' &&
+	cp "$R/root/pkg/${PKG}_${debver}_all.deb" "$R$DEB"; then
+	pass "dpkg-buildpackage -us -uc -b: $(basename "$DEB") ($(stat -c %s "$R$DEB") bytes; Depends: $(dpkg-deb -f "$R$DEB" Depends))"
+else
+	tail -n 15 "$LOGS/debian-dpkg-buildpackage.log" | sed 's/^/    /'
+	fail "dpkg-buildpackage ($LOGS/debian-dpkg-buildpackage.log)"
 	exit 1
 fi
-pass "Debian $KREL: dkms build and install of rpcrdma-rs/$ver with Debian's toolchain ($((SECONDS - t0)) s)"
-ko=$(find "$R/lib/modules/$KREL/updates" -name 'rpcrdma.ko*' | head -n 1)
-[ -n "$ko" ] || { fail "dkms install left no rpcrdma.ko under /lib/modules/$KREL/updates"; exit 1; }
-sed -n 's/^==> \(rpcrdma.ko (rust): toolchain .*\)/    \1/p; s/^==> \(kernel .*\)/    \1/p' "$LOGS/debian-dkms-make.log"
+rc=0
+chr lintian "$DEB" >"$LOGS/debian-lintian.log" 2>&1 || rc=$?
+sed -n 's/^\([EWI]\): /    lintian \1: /p' "$LOGS/debian-lintian.log"
+known=$(sed -n 's/^\* ``\([a-z0-9-]*\)``: .*/\1/p' "$TOP/debian/README.source")
+errors=$(grep -c '^E: ' "$LOGS/debian-lintian.log" || true)
+unknown=$(sed -n 's/^W: [^:]*: \([a-z0-9-]*\).*/\1/p' "$LOGS/debian-lintian.log" | grep -vxF "$known" || true)
+# lintian exits 2 when it reports an error, 1 when it could not check.
+if [ "$rc" != 0 ] && [ "$rc" != 2 ]; then
+	tail -n 5 "$LOGS/debian-lintian.log" | sed 's/^/    /'
+	fail "lintian did not run (exit $rc, $LOGS/debian-lintian.log)"
+elif [ "$errors" = 0 ] && [ -z "$unknown" ]; then
+	pass "lintian $(chr dpkg-query -W -f '${Version}' lintian): no error; $(grep -c '^W: ' "$LOGS/debian-lintian.log" || true) warnings, each listed with its reason in debian/README.source"
+else
+	fail "lintian: $errors errors, warnings not in debian/README.source: $(echo $unknown) ($LOGS/debian-lintian.log)"
+fi
+lap build+lintian
+
+# 2. apt install ./rpcrdma-rs-dkms_*.deb, from the environment as made.
+to_baseline || { tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'; die "cannot return the environment to its baseline ($LOGS/debian-baseline.log)"; }
+# shellcheck disable=SC2086
+[ "$(installed $TOOLCHAIN)" = 0 ] ||
+	die "the environment $R already has some of: $TOOLCHAIN (delete it, scripts/debian-env.sh makes it anew)"
+lap baseline
+say "debian: apt install ./$(basename "$DEB") (its Depends, linux-source-$KVER_PKG, DKMS build for $KREL)"
+rc=0
+(progress_logged debian-apt-install-pkg chr sh -c "cd ${DEB%/*} && $APT install ./$(basename "$DEB")") || rc=$?
+lap install
+# shellcheck disable=SC2086
+n=$(installed $TOOLCHAIN)
+if [ "$rc" = 0 ] && [ "$n" = "$(wc -w <<<"$TOOLCHAIN")" ]; then
+	pass "apt install ./$(basename "$DEB"): exit 0; Depends and Recommends brought $(chr dpkg-query -W -f '${Package} ${Version}, ' $TOOLCHAIN | sed 's/, $//')"
+else
+	tail -n 20 "$LOGS/debian-apt-install-pkg.log" | sed 's/^/    /'
+	fail "apt install ./$(basename "$DEB"): exit $rc, $n of the $(wc -w <<<"$TOOLCHAIN") packages $TOOLCHAIN installed ($LOGS/debian-apt-install-pkg.log)"
+fi
+# The build's own logs: make's summary (DKMS) and the compilers' output.
+cp "$R/var/cache/rpcrdma-rs/logs/module-rust.log" "$LOGS/debian-module-build.log" 2>/dev/null || true
+grep -E "^Building for|^Autoinstall|^Signing|^Installing|Error|rpcrdma.ko \(rust\): toolchain" "$LOGS/debian-apt-install-pkg.log" | sed 's/^/    /' || true
+if chr dkms status "$MOD" -k "$KREL" 2>/dev/null | grep -q ': installed'; then
+	pass "DKMS: $(chr dkms status "$MOD" -k "$KREL" 2>/dev/null | head -n 1), built by the package's postinst"
+else
+	fail "DKMS: $MOD is not installed for $KREL ($LOGS/debian-apt-install-pkg.log)"
+fi
+ko=$(modfile "$KREL")
+if [[ $ko == "/lib/modules/$KREL/updates/dkms/rpcrdma.ko"* ]]; then
+	pass "Debian $KREL: modinfo -n rpcrdma is ours, $ko"
+else
+	fail "Debian $KREL: modinfo -n rpcrdma is '$ko', not updates/dkms/rpcrdma.ko"
+	exit 1
+fi
 # No warning from the compilers (rustc, gcc, modpost) in the KUnit-off build.
-if grep -E '(^|[: ])(warning|WARNING)[:[]' "$LOGS/debian-module-build.log" >"$LOGS/debian-dkms-warnings.txt"; then
+if ! grep -q 'RUSTC \[M\]' "$LOGS/debian-module-build.log" 2>/dev/null; then
+	fail "Debian build: the build log has no compiler lines ($LOGS/debian-module-build.log)"
+elif grep -E '(^|[: ])(warning|WARNING)[:[]' "$LOGS/debian-module-build.log" >"$LOGS/debian-dkms-warnings.txt"; then
 	head -n 10 "$LOGS/debian-dkms-warnings.txt" | sed 's/^/    /'
 	fail "Debian build printed $(wc -l <"$LOGS/debian-dkms-warnings.txt") warnings ($LOGS/debian-module-build.log)"
 else
@@ -71,41 +163,52 @@ fi
 # No panic path: Debian's kernel has CONFIG_RUST_OVERFLOW_CHECKS=y, so any
 # arithmetic, index or conversion that can fail would import a core panic
 # function, and a panic is BUG() on the server.
-panics=$(nm -u "$ko" 2>/dev/null | grep -E ' U _R.*(4core9panicking|panic|unwrap_failed|expect_failed)' || true)
-if [ -z "$panics" ]; then
+# DKMS compresses the module as the kernel's own are (.ko.xz).
+case $ko in *.xz) xz -dc "$R$ko" ;; *) cat "$R$ko" ;; esac >"$LOGS/debian-rpcrdma.ko"
+panics=$(nm -u "$LOGS/debian-rpcrdma.ko" 2>/dev/null | grep -E ' U _R.*(4core9panicking|panic|unwrap_failed|expect_failed)' || true)
+if [ -z "$panics" ] && nm -u "$LOGS/debian-rpcrdma.ko" >/dev/null 2>&1; then
 	pass "Debian build: the module imports no core panic function (overflow checks on, KUnit off)"
 else
 	echo "$panics" | sed 's/^/    /'
-	fail "Debian build: the module has panic paths ($(echo "$panics" | wc -l) core panic imports)"
+	fail "Debian build: the module has panic paths ($(echo "$panics" | grep -c .) core panic imports)"
 fi
-version=$(chr modinfo -F version "${ko#"$R"}")
-vermagic=$(chr modinfo -F vermagic "${ko#"$R"}")
-if [[ $version == "$KREL-rs.v$ver-rust" ]] && [[ $vermagic == "$KREL "* ]]; then
-	pass "Debian build: modinfo version $version, vermagic '$vermagic'"
-else
-	fail "Debian build: modinfo version '$version' (want $KREL-rs.v$ver-rust), vermagic '$vermagic'"
-fi
+# modinfo_ok KREL FILE: our version string, the kernel's vermagic, and a
+# signature by DKMS's own key (sign-file names the certificate by its
+# issuer and serial number: modinfo's sig_key is that serial).
+modinfo_ok() {
+	local k=$1 f=$2 v vm signer key ski
+	v=$(chr modinfo -F version "$f")
+	vm=$(chr modinfo -F vermagic "$f")
+	signer=$(chr modinfo -F signer "$f")
+	key=$(chr modinfo -F sig_key "$f" | tr -d ':' | tr 'A-F' 'a-f')
+	ski=$(chr openssl x509 -inform DER -in /var/lib/dkms/mok.pub -noout -serial 2>/dev/null |
+		sed -n 's/^serial=//p' | tr 'A-F' 'a-f')
+	if [[ $v == "$k-rs.v$ver-rust" ]] && [[ $vm == "$k "* ]]; then
+		pass "$k: modinfo version $v, vermagic '$vm'"
+	else
+		fail "$k: modinfo version '$v' (want $k-rs.v$ver-rust), vermagic '$vm' ($f)"
+	fi
+	if [ -n "$key" ] && [ "$key" = "$ski" ]; then
+		pass "$k: signed by DKMS's key (signer '$signer', serial $key of /var/lib/dkms/mok.pub)"
+	else
+		fail "$k: signer '$signer', sig_key '$key', but DKMS's certificate /var/lib/dkms/mok.pub has serial '$ski' ($f)"
+	fi
+}
+modinfo_ok "$KREL" "$ko"
+lap checks
 
-# 2. Refusals, against changed copies of the same headers.
-while IFS= read -r line; do
-	case $line in PASS:* | FAIL:* | "    "*) echo "$line" ;; esac
-	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
-done < <(chr bash "/usr/src/rpcrdma-rs-$ver/scripts/toolchain-refusals.sh" "/lib/modules/$KREL/build" 2>&1)
-
-# 3. Debian's kernel in VMs: its modules tree as the package installs it
-# (stock), and a copy with ours in updates/dkms as DKMS installed it.
+# 5. Debian's kernel in VMs, in the background while steps 3 and 4 run
+# (the VMs are single-threaded TCG: they leave the other core to the
+# builds, which run niced): its modules tree as the package installs it
+# (stock), and the environment's as DKMS left it (its depmod, and Debian's
+# own rpcrdma.ko moved aside into /var/lib/dkms while ours is installed).
 T=$CACHE/debian/trees
 rm -rf "$T"
-mkdir -p "$T/stock" "$T/ours"
+mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
 cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
-cp -al "$K/root/usr/lib/modules/$KREL" "$T/ours/$KREL"
-mkdir -p "$T/ours/$KREL/updates/dkms"
-cp "$ko" "$T/ours/$KREL/updates/dkms/"
-for t in stock ours; do
-	mkdir -p "$T/$t.base/lib"
-	ln -s "$T/$t" "$T/$t.base/lib/modules"
-	depmod -b "$T/$t.base" "$KREL"
-done
+cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
+ln -s "$T/stock" "$T/stock.base/lib/modules"
+depmod -b "$T/stock.base" "$KREL"
 
 declare -A RUN
 # Single-threaded TCG: Debian's kernel flips static keys (int3 text patching)
@@ -119,42 +222,162 @@ vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
 		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
 	return $rc
 }
-for f in rust stock; do
-	tree=$([ $f = rust ] && echo ours || echo stock)
-	rc=0
-	vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
-	run=${RUN[debian-smoke-$f]}
-	relay_guest_log "Debian $f e2e: " "$run"
-	[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
-	for v in v3 v41; do
-		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
-			fail "Debian $f e2e: no verified bytes for $v ($run)"
+# Its PASS:/FAIL: lines are replayed (and counted) when it is done.
+vms() {
+	for f in rust stock; do
+		tree=$([ $f = rust ] && echo ours || echo stock)
+		rc=0
+		vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
+		run=${RUN[debian-smoke-$f]}
+		relay_guest_log "Debian $f e2e: " "$run"
+		[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
+		for v in v3 v41; do
+			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
+				fail "Debian $f e2e: no verified bytes for $v ($run)"
+		done
+		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
+		rc=0
+		vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
+		run=${RUN[debian-hostile-$f]}
+		if [ $f = rust ]; then
+			relay_guest_log "Debian rust hostile: " "$run"
+			[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
+			n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
+			[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
+		fi
 	done
-	[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
-	rc=0
-	vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
-	run=${RUN[debian-hostile-$f]}
-	if [ $f = rust ]; then
-		relay_guest_log "Debian rust hostile: " "$run"
-		[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
-		n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
-		[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
-	fi
-done
 
-# Side by side: Debian's own module and ours on Debian's kernel.
-get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
-echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
-printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
-for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
-	v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
-	v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
-	printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
-done
-[ "${COMPARE:-1}" = 1 ] || { [ "$FAILS" = 0 ]; exit; }
-printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
-	"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
-echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
-printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
-hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
+
+	# Side by side: Debian's own module and ours on Debian's kernel.
+	get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
+	echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
+	printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
+	for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
+		v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
+		v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
+		printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
+	done
+	[ "${COMPARE:-1}" = 1 ] || return 0
+	printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
+		"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
+	echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
+	printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
+	hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
+}
+vms >"$LOGS/debian-vms.out" 2>&1 &
+VMS=$!
+t_vms=$SECONDS
+NICE="nice -n 10"
+
+# 3. Refusals, against changed copies of the same headers, from the tree
+# the package was built from, with the package's cache (the exports case
+# needs the tree regenerated by the build above).
+while IFS= read -r line; do
+	case $line in PASS:* | FAIL:* | "    "*) echo "$line" ;; esac
+	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+done < <(chr env RPCRDMA_CACHE=/var/cache/rpcrdma-rs bash /root/pkg/rpcrdma-rs/scripts/toolchain-refusals.sh \
+	"/lib/modules/$KREL/build" 2>&1)
+lap refusals
+
+# 4. Other kernels. The supported one: the same release's cloud flavour
+# (trixie-backports carries a single 7.3.x, in three flavours). The
+# unsupported ones: the newest 7.2 of trixie-backports (CONFIG_RUST, but
+# another Send path) and trixie's own 6.12 (no CONFIG_RUST).
+KSUP=${KREL%-amd64}-cloud-amd64
+K72=$(chr apt-cache pkgnames linux-headers-7.2. | sed -n 's/^linux-headers-\(7\.2\.[0-9]*+deb13-amd64\)$/\1/p' | sort -V | tail -n 1)
+K612=$(chr apt-cache depends "linux-headers-amd64/$(chr sh -c '. /etc/os-release; echo $VERSION_CODENAME')" 2>/dev/null |
+	sed -n 's/^ *Depends: linux-headers-\(6\.12\.[0-9]*+deb13-amd64\)$/\1/p' | head -n 1)
+say "debian: headers of other kernels: $KSUP (DKMS must build), ${K72:-no 7.2} and ${K612:-no 6.12} (DKMS must skip)"
+rc=0
+step headers-supported $APT install "linux-headers-$KSUP" || rc=$?
+ko2=$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/rpcrdma.ko* 2>/dev/null" | head -n 1)
+if [ "$rc" = 0 ] && grep -q "^Autoinstall on $KSUP succeeded for module(s) rpcrdma-rs" "$LOGS/debian-headers-supported.log" &&
+	[ -n "$ko2" ]; then
+	pass "apt install linux-headers-$KSUP: exit 0, DKMS built and installed ours for it ($ko2)"
+	modinfo_ok "$KSUP" "$ko2"
+else
+	grep -E "^Autoinstall|Error|error" "$LOGS/debian-headers-supported.log" | tail -n 10 | sed 's/^/    /'
+	fail "apt install linux-headers-$KSUP: exit $rc, module '${ko2:-none}' ($LOGS/debian-headers-supported.log)"
+fi
+lap supported-kernel
+if [ -n "$K72" ] && [ -n "$K612" ]; then
+	rc=0
+	step headers-unsupported $APT install "linux-headers-$K72" "linux-headers-$K612" || rc=$?
+	for k in "$K72" "$K612"; do
+		why=$(chr sh -c "grep -E '^CONFIG_RUST=y' /lib/modules/$k/build/.config >/dev/null &&
+			echo 'not the 7.3 series (BUILD_EXCLUSIVE_KERNEL)' || echo 'no CONFIG_RUST (BUILD_EXCLUSIVE_CONFIG)'")
+		left=$(chr sh -c "ls /lib/modules/$k/updates/dkms/ 2>/dev/null" || true)
+		if [ "$rc" = 0 ] && grep -q "^Autoinstall on $k was skipped for module(s) rpcrdma-rs" "$LOGS/debian-headers-unsupported.log" &&
+			[ -z "$left" ]; then
+			pass "apt install linux-headers-$k: exit 0; DKMS: 'Autoinstall on $k was skipped for module(s) rpcrdma-rs.' ($why)"
+		else
+			grep -E "^Autoinstall|BUILD_EXCLUSIVE|Error" "$LOGS/debian-headers-unsupported.log" | tail -n 6 | sed 's/^/    /'
+			fail "apt install linux-headers-$k: exit $rc, no skip line for $k, or a module was left: '$left' ($LOGS/debian-headers-unsupported.log)"
+		fi
+	done
+else
+	fail "no 7.2 ('$K72') or 6.12 ('$K612') headers package in the environment's apt sources"
+fi
+lap unsupported-kernels
+
+# The package's autopkgtest (debian/tests), as Debian's CI runs it, on the
+# installed package with the four kernels' headers present.
+rc=0
+step autopkgtest autopkgtest "$DEB" /root/pkg/rpcrdma-rs/ -- null || rc=$?
+grep -E '^(PASS|FAIL|SKIP) |^dkms-modinfo ' "$LOGS/debian-autopkgtest.log" | sed 's/^/    autopkgtest: /' || true
+ran=$(grep -c '^PASS ' "$LOGS/debian-autopkgtest.log" || true)
+skipped=$(grep -c '^SKIP ' "$LOGS/debian-autopkgtest.log" || true)
+if [ "$rc" = 0 ] && grep -qE '^dkms-modinfo +PASS' "$LOGS/debian-autopkgtest.log" && [ "$ran" = 2 ] && [ "$skipped" = 2 ]; then
+	pass "autopkgtest (null): dkms-modinfo PASS, 2 kernels built and read by modinfo, 2 skipped"
+else
+	fail "autopkgtest: exit $rc, $ran kernels passed (want 2), $skipped skipped (want 2) ($LOGS/debian-autopkgtest.log)"
+fi
+# The other kernels' headers go again (DKMS's module for the cloud kernel
+# stays until the package is removed, as on a real system).
+# shellcheck disable=SC2046
+step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
+lap autopkgtest
+NICE=
+say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
+wait "$VMS" || true
+while IFS= read -r line; do
+	echo "$line"
+	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+done <"$LOGS/debian-vms.out"
+TIMES+=("vms(background) $((SECONDS - t_vms))s")
+lap vms-wait
+
+# 6. Remove, reinstall, purge.
+rc=0
+step apt-remove $APT remove "$PKG" || rc=$?
+k=$(modfile "$KREL")
+if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$(chr dkms status "$MOD" 2>/dev/null)" ] &&
+	[ ! -e "$R/usr/src/rpcrdma-rs-$ver" ]; then
+	pass "apt remove $PKG: exit 0; modinfo -n rpcrdma is Debian's own again ($k); DKMS has no $MOD"
+else
+	fail "apt remove $PKG: exit $rc; modinfo -n rpcrdma is '$k' ($LOGS/debian-apt-remove.log)"
+fi
+rc=0
+t0=$SECONDS
+step apt-reinstall sh -c "cd ${DEB%/*} && $APT install ./$(basename "$DEB")" || rc=$?
+k=$(modfile "$KREL")
+if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/updates/dkms/rpcrdma.ko"* ]]; then
+	pass "reinstall (apt install ./$(basename "$DEB")): exit 0; DKMS built and installed ours again in $((SECONDS - t0)) s ($k)"
+else
+	fail "reinstall: exit $rc; modinfo -n rpcrdma is '$k' ($LOGS/debian-apt-reinstall.log)"
+fi
+rc=0
+step apt-purge $APT remove --purge "$PKG" || rc=$?
+k=$(modfile "$KREL")
+left=$(cd "$R" && ls -d var/cache/rpcrdma-rs var/lib/dkms/rpcrdma-rs "usr/src/rpcrdma-rs-$ver" \
+	usr/lib/modules/*/updates/dkms/rpcrdma.ko* 2>/dev/null | paste -sd' ' || true)
+if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$left" ] &&
+	[ -z "$(chr dpkg-query -W -f '${Status}' "$PKG" 2>/dev/null | grep -v not-installed)" ]; then
+	pass "apt remove --purge $PKG: exit 0; modinfo -n rpcrdma is Debian's own ($k); nothing of the package left"
+else
+	fail "apt remove --purge $PKG: exit $rc; modinfo -n rpcrdma is '$k'; left: '$left' ($LOGS/debian-apt-purge.log)"
+fi
+lap remove-reinstall-purge
+echo "    debian phase steps: ${TIMES[*]}"
 [ "$FAILS" = 0 ]
+

@@ -4,14 +4,19 @@
 # debian-env.sh env|kernel|chroot CMD...
 #
 # Debian's stock 7.3 kernel as a target, from Debian's own packages only:
-#   env     a Debian trixie build environment (chroot in the cache) with
-#           Debian's toolchain (rustc, rust-src, bindgen, gcc-14, libclang),
-#           dkms, linux-headers-<release> and linux-source-7.3; prints its dir
+#   env     a Debian trixie system (chroot in the cache) as a server running
+#           that kernel has it: its modules (linux-modules-<release>; no
+#           vmlinuz, the VMs boot it) and headers, kmod, and the tools
+#           a Debian developer builds and tests the package with (debhelper,
+#           dh-dkms, lintian, autopkgtest). The module's toolchain (rustc,
+#           bindgen, dkms, ...) is not there: installing the package
+#           (debian/control's Depends) brings it. Prints its dir
 #   kernel  Debian's unmodified vmlinuz and modules tree from the
 #           linux-image package, plus a small initramfs that loads the
 #           virtio/9p modules a 9p root needs; prints its dir
 #   chroot CMD...  runs CMD inside the build environment (proc, sys and dev
-#           bound in a private mount namespace, so the host is untouched)
+#           bound in a private mount namespace, so the host is untouched);
+#           DEBIAN_ENV=<dir printed by env> skips looking it up (~2 s)
 # The target is the kernel that trixie-backports' linux-image-amd64 depends
 # on; every cache dir is keyed by that package version and this script.
 
@@ -19,15 +24,17 @@
 
 SUITE=trixie
 MIRROR=http://deb.debian.org/debian
-# What a trixie server admin installs to build our module (besides
-# linux-headers-<release> and linux-source-7.3; Documentation/admin-guide.rst).
-ADMIN_PKGS="rustc rust-src bindgen gcc-14 libclang-19-dev make flex bison bc libelf-dev
-libssl-dev dwarves dkms openssl kmod xz-utils python3"
+# Besides linux-headers-<release> and linux-modules-<release> (the kernel's
+# modules, so that DKMS runs depmod and modinfo sees which rpcrdma.ko is in
+# force): what the package is built and tested with.
+# Nothing of the module's own toolchain: `apt install ./rpcrdma-rs-dkms_*.deb`
+# must bring that (scripts/debian-check.sh checks it is absent before).
+ENV_PKGS="kmod build-essential debhelper dh-dkms dpkg-dev lintian autopkgtest"
 # Modules the initramfs loads so that Debian's kernel can mount a 9p root.
 INITRAMFS_MODULES="9pnet_virtio 9p"
 # Cache keys: the build environment changes with the package list, the
 # kernel dir with this script's initramfs part.
-ENV_KEY=$(echo "$SUITE $ADMIN_PKGS" | sha256sum | cut -c1-8)
+ENV_KEY=$(echo "$SUITE $ENV_PKGS linux-headers linux-modules" | sha256sum | cut -c1-8)
 KERNEL_KEY=$(sed -n '/^debian_kernel()/,/^}/p' "$0" | cat - <(echo "$INITRAMFS_MODULES") | sha256sum | cut -c1-8)
 
 # The target kernel, as the host's apt sees trixie-backports (scripts/setup.sh
@@ -54,7 +61,8 @@ in_chroot() {
 			LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' bash "$r" "$@"
 }
 
-# The build environment: what a trixie server admin installs, all Debian's.
+# The environment: a trixie server with its kernel's headers, plus the
+# packaging tools; all Debian's.
 build_env() {
 	target
 	local r=$CACHE/debian/env-$SUITE-$DEB_VERSION-$ENV_KEY
@@ -77,13 +85,11 @@ build_env() {
 	EOT
 	rm -f "$r/etc/apt/sources.list"
 	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
-	# The admin's packages (Documentation/admin-guide.rst), nothing else.
-	say "Debian build environment: installing rustc, rust-src, bindgen, gcc-14, libclang, dkms, linux-headers-$DEB_KREL, linux-source-7.3 (~1 min)" >&2
+	say "Debian build environment: installing linux-headers-$DEB_KREL, linux-modules-$DEB_KREL, debhelper, dh-dkms, lintian, autopkgtest (~2 min)" >&2
 	# shellcheck disable=SC2086 # the package list splits
 	progress_logged debian-apt-install in_chroot "$r" apt-get install -y --no-install-recommends \
-		$ADMIN_PKGS "linux-headers-$DEB_KREL" "linux-source-$KVER_PKG" >&2
-	in_chroot "$r" dpkg-query -W rustc rust-src bindgen gcc-14 libclang-19-dev dkms \
-		"linux-headers-$DEB_KREL" "linux-source-$KVER_PKG" >"$r/.versions"
+		$ENV_PKGS "linux-headers-$DEB_KREL" "linux-modules-$DEB_KREL" >&2
+	in_chroot "$r" dpkg-query -W debhelper dh-dkms lintian "linux-headers-$DEB_KREL" >"$r/.versions"
 	touch "$r/.complete"
 	say "Debian build environment: ready ($(tr '\t' ' ' <"$r/.versions" | paste -sd, | sed 's/,/, /g'))" >&2
 	echo "$r"
@@ -158,7 +164,7 @@ env) build_env ;;
 kernel) debian_kernel ;;
 chroot)
 	shift
-	r=$(build_env)
+	r=${DEBIAN_ENV:-$(build_env)}
 	in_chroot "$r" "$@"
 	;;
 target) target; echo "$DEB_KREL $DEB_VERSION" ;;
