@@ -83,9 +83,11 @@ extra_headers() {
 # toolchain the package brought; a cold one has nothing to remove): no
 # package, no extra headers, none of what they brought.
 to_baseline() {
-	# dpkg, not apt: after a purge apt no longer knows the local package.
-	# sudo (dkms recommends it) refuses removal unless told.
-	step baseline sh -c "dpkg --purge $PKG && apt-get purge -y $(extra_headers | paste -sd' ') &&
+	# dpkg, not apt: after a purge apt no longer knows the local package;
+	# then whatever an interrupted run left unconfigured. sudo (dkms
+	# recommends it) refuses removal unless told.
+	step baseline sh -c "dpkg --purge $PKG && dpkg --configure -a &&
+		apt-get purge -y $(extra_headers | paste -sd' ') &&
 		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
 
@@ -121,10 +123,16 @@ fi
 lap build+lintian
 
 # 2. apt install ./rpcrdma-rs-dkms_*.deb, from the environment as made.
-to_baseline || { tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'; die "cannot return the environment to its baseline ($LOGS/debian-baseline.log)"; }
+if ! to_baseline; then
+	tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'
+	fail "cannot return the environment $R to its baseline ($LOGS/debian-baseline.log)"
+	exit 1
+fi
 # shellcheck disable=SC2086
-[ "$(installed $TOOLCHAIN)" = 0 ] ||
-	die "the environment $R already has some of: $TOOLCHAIN (delete it, scripts/debian-env.sh makes it anew)"
+if [ "$(installed $TOOLCHAIN)" != 0 ]; then
+	fail "the environment $R already has some of $TOOLCHAIN before the package is installed (delete it, scripts/debian-env.sh makes it anew)"
+	exit 1
+fi
 lap baseline
 say "debian: apt install ./$(basename "$DEB") (its Depends, linux-source-$KVER_PKG, DKMS build for $KREL)"
 rc=0
