@@ -29,8 +29,10 @@
 #     out, it asserts nothing) Debian's own runs the hostile suite too.
 #  6. `apt remove`: Debian's own rpcrdma.ko is in force again; a reinstall
 #     builds and installs ours again; `apt remove --purge` leaves nothing
-#     of the package. Then back to the environment as it was (autoremove),
-#     so that the next run proves the Depends again.
+#     of the package. The next run's start autoremoves what it brought, so
+#     that each run proves the Depends again.
+# Steps 3, 4 and 6 run niced while the VMs of step 5 (single-threaded TCG,
+# on a copy of the modules tree) run in the background.
 # Prints PASS:/FAIL: lines; exits non-zero on any failure.
 
 . "$(dirname "$0")/lib.sh"
@@ -81,9 +83,11 @@ extra_headers() {
 # toolchain the package brought; a cold one has nothing to remove): no
 # package, no extra headers, none of what they brought.
 to_baseline() {
-	# dpkg, not apt: after a purge apt no longer knows the local package.
-	# sudo (dkms recommends it) refuses removal unless told.
-	step baseline sh -c "dpkg --purge $PKG && apt-get purge -y $(extra_headers | paste -sd' ') &&
+	# dpkg, not apt: after a purge apt no longer knows the local package;
+	# then whatever an interrupted run left unconfigured. sudo (dkms
+	# recommends it) refuses removal unless told.
+	step baseline sh -c "dpkg --purge $PKG && dpkg --configure -a &&
+		apt-get purge -y $(extra_headers | paste -sd' ') &&
 		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
 
@@ -119,10 +123,16 @@ fi
 lap build+lintian
 
 # 2. apt install ./rpcrdma-rs-dkms_*.deb, from the environment as made.
-to_baseline || { tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'; die "cannot return the environment to its baseline ($LOGS/debian-baseline.log)"; }
+if ! to_baseline; then
+	tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'
+	fail "cannot return the environment $R to its baseline ($LOGS/debian-baseline.log)"
+	exit 1
+fi
 # shellcheck disable=SC2086
-[ "$(installed $TOOLCHAIN)" = 0 ] ||
-	die "the environment $R already has some of: $TOOLCHAIN (delete it, scripts/debian-env.sh makes it anew)"
+if [ "$(installed $TOOLCHAIN)" != 0 ]; then
+	fail "the environment $R already has some of $TOOLCHAIN before the package is installed (delete it, scripts/debian-env.sh makes it anew)"
+	exit 1
+fi
 lap baseline
 say "debian: apt install ./$(basename "$DEB") (its Depends, linux-source-$KVER_PKG, DKMS build for $KREL)"
 rc=0
@@ -197,7 +207,7 @@ modinfo_ok() {
 modinfo_ok "$KREL" "$ko"
 lap checks
 
-# 5. Debian's kernel in VMs, in the background while steps 3 and 4 run
+# 5. Debian's kernel in VMs, in the background while steps 3, 4 and 6 run
 # (the VMs are single-threaded TCG: they leave the other core to the
 # builds, which run niced): its modules tree as the package installs it
 # (stock), and the environment's as DKMS left it (its depmod, and Debian's
@@ -337,17 +347,7 @@ fi
 # shellcheck disable=SC2046
 step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
 lap autopkgtest
-NICE=
-say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
-wait "$VMS" || true
-while IFS= read -r line; do
-	echo "$line"
-	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
-done <"$LOGS/debian-vms.out"
-TIMES+=("vms(background) $((SECONDS - t_vms))s")
-lap vms-wait
-
-# 6. Remove, reinstall, purge.
+# 6. Remove, reinstall, purge (the VMs run on their own copy of the tree).
 rc=0
 step apt-remove $APT remove "$PKG" || rc=$?
 k=$(modfile "$KREL")
@@ -378,6 +378,17 @@ else
 	fail "apt remove --purge $PKG: exit $rc; modinfo -n rpcrdma is '$k'; left: '$left' ($LOGS/debian-apt-purge.log)"
 fi
 lap remove-reinstall-purge
+
+NICE=
+say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
+wait "$VMS" || true
+while IFS= read -r line; do
+	echo "$line"
+	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+done <"$LOGS/debian-vms.out"
+TIMES+=("vms(background) $((SECONDS - t_vms))s")
+lap vms-wait
+
 echo "    debian phase steps: ${TIMES[*]}"
 [ "$FAILS" = 0 ]
 
