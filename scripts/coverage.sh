@@ -48,17 +48,16 @@ KB=$(kernel_build)
 fresh() { [ -f "$TOP/build/$1/rpcrdma.ko" ] && [ "$TOP/build/$1/rpcrdma.ko" -nt "$KB/.build-complete" ] &&
 	[ -z "$(find "$TOP/src" "$TOP/bindings" "$TOP/Kbuild" -newer "$TOP/build/$1/rpcrdma.ko" -print -quit)" ]; }
 text_bytes() { awk '{ s += $2 } END { print s + 0 }' "$TOP/build/$1/text-bytes.txt"; }
-DEBUGINFO="KCFLAGS=-g KRUSTFLAGS=-Cdebuginfo=2"
 for f in "${FLAVOURS[@]}"; do
 	if [ "$f" = c ]; then
-		prod=c prod_args= cov_args=$DEBUGINFO
+		prod=c prod_args=
 	else
-		prod=rust-prod prod_args=RPCRDMA_RS_KUNIT=n cov_args="$DEBUGINFO RPCRDMA_RS_KUNIT=n"
+		prod=rust-prod prod_args=RPCRDMA_RS_KUNIT=n
 	fi
 	fresh "$prod" || MODULE_MAKE_ARGS=$prod_args bash "$TOP/scripts/build-module.sh" "$f" "$prod" >/dev/null ||
 		die "the $f flavour ($prod) does not build"
-	MODULE_MAKE_ARGS=$cov_args bash "$TOP/scripts/build-module.sh" "$f" "$f-cov" >/dev/null ||
-		die "the $f flavour with debuginfo ($f-cov) does not build"
+	# The same debuginfo build as make check's (lib.sh).
+	coverage_build "$f" || die "the $f flavour with debuginfo ($f-cov) does not build"
 	a=$(text_bytes "$prod") b=$(text_bytes "$f-cov")
 	echo "    $f Send-path text: $a bytes in $prod, $b bytes in $f-cov (with debuginfo) ($(tr '\n' ' ' <"$TOP/build/$f-cov/text-bytes.txt"))"
 	# -g must not change the code; a few bytes of slack for alignment.
