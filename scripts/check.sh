@@ -133,18 +133,28 @@ do_build() {
 
 # relay_script PREFIX CMD...: run a test script; its PASS:/FAIL: lines count
 # as checks here (named with PREFIX), other lines are shown indented.
-# Returns the script's exit status.
+# Returns the script's exit status; a script that ended without one (killed
+# with its subshell) counts as a failure, never as the status of an earlier
+# call (which a shared status file left behind once did: a killed debian
+# phase passed).
 relay_script() {
-	local prefix=$1 line
+	local prefix=$1 line rcfile rc
 	shift
+	rcfile=$(mktemp "$LOGS/relay.rc.XXXXXX")
 	while IFS= read -r line; do
 		case $line in
 		PASS:*) ok "$prefix${line#PASS: }" ;;
 		FAIL:*) bad "$prefix${line#FAIL: }" ;;
 		*) echo "    $line" ;;
 		esac
-	done < <("$@" 2>&1; echo $? >"$LOGS/relay.rc")
-	return "$(cat "$LOGS/relay.rc")"
+	done < <("$@" 2>&1; echo $? >"$rcfile")
+	rc=$(cat "$rcfile")
+	rm -f "$rcfile"
+	if [ -z "$rc" ]; then
+		bad "${prefix}$(basename "${2:-$1}") ended without an exit status (killed?)"
+		return 1
+	fi
+	return "$rc"
 }
 
 # Lint (scripts/lint.sh, also `make lint`): rustfmt, checkpatch --strict,
