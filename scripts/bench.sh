@@ -13,6 +13,9 @@
 . "$(dirname "$0")/lib.sh"
 
 ROUNDS=${1:-5} SECS=${2:-5} PROFILE_SECS=${3:-8}
+# BENCH_VERSIONS: the NFS versions, comma-separated (make check's smoke: 3).
+VERSIONS=${BENCH_VERSIONS:-3,4.1}
+NVERS=$(tr , '\n' <<<"$VERSIONS" | grep -c .)
 # Debian's interpreter, which Debian's matplotlib is installed for (a
 # python3 earlier in PATH, e.g. pyenv's, would not see it).
 PY=/usr/bin/python3
@@ -27,11 +30,11 @@ bash "$TOP/scripts/mkrootfs.sh" >/dev/null
 bash "$TOP/scripts/build-module.sh" c
 bash "$TOP/scripts/build-module.sh" rust
 # Per job: SECONDS + 1 s ramp + mount, CPU reads and fio set-up.
-jobs=$((ROUNDS * 2 * 2 * 6))
+jobs=$((ROUNDS * 2 * NVERS * 6))
 timeout=$((jobs * (SECS + 5) + ROUNDS * 60 + 4 * (PROFILE_SECS + 15) + 300))
-say "bench: $ROUNDS rounds x c,rust x NFSv3,NFSv4.1 x 6 jobs of ${SECS}s (~$(((jobs * (SECS + 4) + 120) / 60)) min)"
+say "bench: $ROUNDS rounds x c,rust x NFS versions $VERSIONS x 6 jobs of ${SECS}s (~$(((jobs * (SECS + 4) + 120) / 60)) min)"
 rc=0
-pair=$(bash "$TOP/scripts/vm-pair.sh" -t "$timeout" -c 1 bench-server bench-client ab "$ROUNDS" "$SECS" "$PROFILE_SECS") || rc=$?
+pair=$(bash "$TOP/scripts/vm-pair.sh" -t "$timeout" -c 1 bench-server bench-client ab "$ROUNDS" "$SECS" "$PROFILE_SECS" "$VERSIONS") || rc=$?
 read -r SRV CLI <<<"$pair"
 [ -s "$CLI/bench.jsonl" ] || die "bench: no measurements; logs: $CLI/guest.log $SRV/guest.log"
 grep -E '^(PASS|FAIL): ' "$CLI/guest.log" || true

@@ -45,6 +45,10 @@ eval "$tc"
 kkey=$(printf "%s %s" "$KDIR" "$TOP" | sha256sum | cut -c1-12)
 STAGE=$CACHE/modbuild/$NAME-$kkey
 mkdir -p "$STAGE"
+# One build of a stage at a time: make check builds some variants in the
+# background ahead of the phases that build them again (then up to date).
+exec 9>"$STAGE.lock"
+flock 9
 # Re-link on every build so added or removed files are followed; objects stay.
 find "$STAGE" -type l -delete
 for f in "$XPRT"/*.c "$XPRT"/*.h; do ln -s "$f" "$STAGE/"; done

@@ -41,6 +41,8 @@ FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 declare -A SRV CLI
+# The server's address on the test network (the guests' lib.sh).
+SERVER_IP=$(sed -n 's/^SERVER_IP=//p' "$TOP/tests/vm/guest/lib.sh")
 
 # value RUN KEY: a value from a server run's summary (empty if absent).
 value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
@@ -207,6 +209,25 @@ table() {
 	done
 }
 
+# wire_decode RUN: the server's capture decoded by the guests' own tshark
+# and wirecheck.py, run natively in their rootfs (lib.sh in_rootfs); its
+# wire_* results join the run's summary, wire-shapes.csv and
+# wire-errors.txt its directory.
+wire_decode() {
+	local run=$1 out
+	sed -i '/^wire_/d' "$run/summary" 2>/dev/null
+	if [ ! -s "$run/roce.pcapng" ]; then
+		fail "conformance $f $FABRIC wire: no capture ($run/roce.pcapng)"
+		return
+	fi
+	if out=$(in_rootfs "$run" python3 /work/tests/vm/guest/wirecheck.py /results/roce.pcapng \
+		/results/phases.csv "$SERVER_IP" /results 2>&1); then
+		grep '^wire_' <<<"$out" >>"$run/summary"
+	else
+		fail "conformance $f $FABRIC wire: wirecheck.py failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+	fi
+}
+
 # latest_run PREFIX: the newest run dir of PREFIX on this fabric (CONF_REUSE).
 latest_run() {
 	local d
@@ -249,6 +270,7 @@ for FABRIC in "${FABRICS[@]}"; do
 		fi
 		SRV[$f]=${runs%% *} CLI[$f]=${runs##* }
 		echo "    $f $FABRIC: status $rc after $((SECONDS - t0))s; server ${SRV[$f]}, client ${CLI[$f]}"
+		[ "$FABRIC" = rxe ] && wire_decode "${SRV[$f]}"
 		[ "$rc" = 0 ] || fail "conformance $f $FABRIC: a VM failed (status $rc; ${SRV[$f]}/console.log ${CLI[$f]}/console.log)"
 		check_flavour "$f"
 		if [ "$(value "${SRV[$f]}" dma_mapped)" != "$DMA" ]; then

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# debian-check.sh [HOSTILE_REPS]: our module on Debian's stock 7.3 kernel,
-# the way a Debian server admin gets it, behind `make debian` and a phase
-# of `make check`. In a Debian trixie system with Debian's kernel modules
+# debian-check.sh [all|packages|vms] [HOSTILE_REPS]: our module on Debian's
+# stock 7.3 kernel, the way a Debian server admin gets it, behind `make
+# debian` and a phase of `make check`. In a Debian trixie system with Debian's kernel modules
 # and headers (scripts/debian-env.sh; none of the module's toolchain):
 #  1. The package: `dpkg-buildpackage -us -uc -b` of debian/, then lintian:
 #     no error, and no warning that debian/README.source does not list.
@@ -31,12 +31,18 @@
 #     builds and installs ours again; `apt remove --purge` leaves nothing
 #     of the package. The next run's start autoremoves what it brought, so
 #     that each run proves the Depends again.
-# Steps 3, 4 and 6 run niced while the VMs of step 5 (single-threaded TCG,
-# on a copy of the modules tree) run in the background.
+# all (the default): steps 3, 4 and 6 run niced while the VMs of step 5
+# (single-threaded TCG, on a copy of the modules tree) run in the
+# background. packages: every step but 5, leaving the copies of the
+# modules trees; vms: step 5 alone, on the copies a "packages" run left.
+# make check runs "packages" at idle priority beside its VM phases, whose
+# guests leave much of the second core idle, and "vms" at its end.
 # Prints PASS:/FAIL: lines; exits non-zero on any failure.
 
 . "$(dirname "$0")/lib.sh"
 
+MODE=all
+case ${1:-} in all | packages | vms) MODE=$1; shift ;; esac
 REPS=${1:-3}
 FAILS=0
 pass() { echo "PASS: $*"; }
@@ -90,6 +96,95 @@ to_baseline() {
 		apt-get purge -y $(extra_headers | paste -sd' ') &&
 		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
+
+# 5. (defined here, run below or on its own) Debian's kernel in VMs:
+# its modules tree as the package installs it (stock), and the
+# environment's as DKMS left it (its depmod, and Debian's own rpcrdma.ko
+# moved aside into /var/lib/dkms while ours is installed), both copies made
+# after step 2.
+T=$CACHE/debian/trees
+declare -A RUN
+# Single-threaded TCG: Debian's kernel flips static keys (int3 text patching)
+# while other CPUs run, and QEMU 7.2's multi-threaded TCG then lets a CPU
+# trap on an int3 already gone ("Oops: int3" in sched_clock_cpu at boot,
+# once in about seven boots here). One host thread runs the vCPUs in turn.
+vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
+	local flavour=$1 tree=$2 name=$3 rc=0
+	shift 3
+	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
+		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
+	return $rc
+}
+# vms_of FLAVOUR...: the smoke (and the hostile suite) of each, in turn.
+vms_of() {
+	for f in "$@"; do
+		tree=$([ $f = rust ] && echo ours || echo stock)
+		rc=0
+		vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
+		run=${RUN[debian-smoke-$f]}
+		relay_guest_log "Debian $f e2e: " "$run"
+		[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
+		for v in v3 v41; do
+			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
+				fail "Debian $f e2e: no verified bytes for $v ($run)"
+		done
+		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
+		rc=0
+		vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
+		run=${RUN[debian-hostile-$f]}
+		if [ $f = rust ]; then
+			relay_guest_log "Debian rust hostile: " "$run"
+			[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
+			n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
+			[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
+		fi
+	done
+}
+# vms [parallel]: both flavours, in turn or (single-threaded VMs, one per
+# core) at once; then Debian's own and ours side by side.
+vms() {
+	if [ "${1:-}" = parallel ]; then
+		(
+			vms_of stock
+			for k in "${!RUN[@]}"; do echo "$k ${RUN[$k]}"; done >"$LOGS/debian-vms-stock.runs"
+		) >"$LOGS/debian-vms-stock.out" 2>&1 &
+		local stock=$!
+		vms_of rust
+		wait $stock || true
+		while IFS= read -r line; do
+			echo "$line"
+			case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+		done <"$LOGS/debian-vms-stock.out"
+		local k d
+		while read -r k d; do RUN[$k]=$d; done <"$LOGS/debian-vms-stock.runs"
+	else
+		vms_of rust stock
+	fi
+
+	# Side by side: Debian's own module and ours on Debian's kernel.
+	get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
+	echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
+	printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
+	for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
+		v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
+		v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
+		printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
+	done
+	[ "${COMPARE:-1}" = 1 ] || return 0
+	printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
+		"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
+	echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
+	printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
+	hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
+}
+if [ "$MODE" = vms ]; then
+	[ -f "$T/complete" ] && [ -d "$T/ours/$KREL" ] ||
+		die "no modules trees of a finished 'debian-check.sh packages' run in $T"
+	say "debian: Debian's $KREL in VMs: ours (e2e smoke, hostile suite x $REPS) and, at the same time, Debian's own (e2e smoke)"
+	vms parallel
+	[ "$FAILS" = 0 ]
+	exit
+fi
 
 # 1. The package, built with Debian's tools from a copy of this tree.
 say "debian: dpkg-buildpackage and lintian ($PKG $debver)"
@@ -207,77 +302,23 @@ modinfo_ok() {
 modinfo_ok "$KREL" "$ko"
 lap checks
 
-# 5. Debian's kernel in VMs, in the background while steps 3, 4 and 6 run
-# (the VMs are single-threaded TCG: they leave the other core to the
-# builds, which run niced): its modules tree as the package installs it
-# (stock), and the environment's as DKMS left it (its depmod, and Debian's
-# own rpcrdma.ko moved aside into /var/lib/dkms while ours is installed).
-T=$CACHE/debian/trees
+# The copies of the modules trees the VMs of step 5 boot with (see above);
+# in "all", the VMs run in the background while steps 3, 4 and 6 run (they
+# are single-threaded TCG: they leave the other core to the builds, which
+# run niced).
 rm -rf "$T"
 mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
 cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
 cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
 ln -s "$T/stock" "$T/stock.base/lib/modules"
 depmod -b "$T/stock.base" "$KREL"
-
-declare -A RUN
-# Single-threaded TCG: Debian's kernel flips static keys (int3 text patching)
-# while other CPUs run, and QEMU 7.2's multi-threaded TCG then lets a CPU
-# trap on an int3 already gone ("Oops: int3" in sched_clock_cpu at boot,
-# once in about seven boots here). One host thread runs the vCPUs in turn.
-vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
-	local flavour=$1 tree=$2 name=$3 rc=0
-	shift 3
-	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
-		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
-	return $rc
-}
-# Its PASS:/FAIL: lines are replayed (and counted) when it is done.
-vms() {
-	for f in rust stock; do
-		tree=$([ $f = rust ] && echo ours || echo stock)
-		rc=0
-		vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
-		run=${RUN[debian-smoke-$f]}
-		relay_guest_log "Debian $f e2e: " "$run"
-		[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
-		for v in v3 v41; do
-			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
-				fail "Debian $f e2e: no verified bytes for $v ($run)"
-		done
-		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
-		rc=0
-		vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
-		run=${RUN[debian-hostile-$f]}
-		if [ $f = rust ]; then
-			relay_guest_log "Debian rust hostile: " "$run"
-			[ "$rc" = 0 ] || fail "Debian rust hostile VM: status $rc ($run)"
-			n=$(grep -c '^class=' "$run/hostile.txt" 2>/dev/null || true)
-			[ "${n:-0}" -ge 20 ] || fail "Debian rust hostile: only ${n:-0} classes ran ($run/hostile.txt)"
-		fi
-	done
-
-
-	# Side by side: Debian's own module and ours on Debian's kernel.
-	get() { sed -n "s/^$2=//p" "${RUN[$1]}/summary" 2>/dev/null | head -n 1; }
-	echo "    Debian $KREL: Debian's rpcrdma.ko (stock) and ours (rust), same kernel, same workload"
-	printf '    %-34s %-36s %-36s\n' "" "stock (Debian's)" "rust (ours)"
-	for key in module_file module_version kernel_taint v3_bytes_verified v41_bytes_verified \
-		v3_write_MiBps v3_read_MiBps v41_write_MiBps v41_read_MiBps fio_read_KiB fio_write_KiB \
-		v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
-		printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
-	done
-	[ "${COMPARE:-1}" = 1 ] || return 0
-	printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
-		"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
-	echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
-	printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
-	hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
-}
-vms >"$LOGS/debian-vms.out" 2>&1 &
-VMS=$!
-t_vms=$SECONDS
-NICE="nice -n 10"
+touch "$T/complete"
+if [ "$MODE" = all ]; then
+	vms >"$LOGS/debian-vms.out" 2>&1 &
+	VMS=$!
+	t_vms=$SECONDS
+	NICE="nice -n 10"
+fi
 
 # 3. Refusals, against changed copies of the same headers, from the tree
 # the package was built from, with the package's cache (the exports case
@@ -380,14 +421,16 @@ fi
 lap remove-reinstall-purge
 
 NICE=
-say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
-wait "$VMS" || true
-while IFS= read -r line; do
-	echo "$line"
-	case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
-done <"$LOGS/debian-vms.out"
-TIMES+=("vms(background) $((SECONDS - t_vms))s")
-lap vms-wait
+if [ "$MODE" = all ]; then
+	say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
+	wait "$VMS" || true
+	while IFS= read -r line; do
+		echo "$line"
+		case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+	done <"$LOGS/debian-vms.out"
+	TIMES+=("vms(background) $((SECONDS - t_vms))s")
+	lap vms-wait
+fi
 
 echo "    debian phase steps: ${TIMES[*]}"
 [ "$FAILS" = 0 ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# dma-mutations.sh [MUTATION...]: proof that the DMA-mapped test mode
+# dma-mutations.sh [--build-only] [MUTATION...]: proof that the DMA-mapped test mode
 # catches what it is for. For each MUTATION (default: skip_header_sync
 # leak_on_error; "all" for the four), the rust flavour is built with that
 # one deliberate DMA-API misuse (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and
@@ -21,10 +21,13 @@
 #                     device reads it before the late sync (reported, not
 #                     asserted: see Documentation/testing.rst)
 # Prints PASS:/FAIL: lines (a mutation caught is a PASS) and exits non-zero
-# on any FAIL.
+# on any FAIL. --build-only builds the mutants and runs nothing (make check
+# builds them in the background beforehand).
 
 . "$(dirname "$0")/lib.sh"
 
+BUILD_ONLY=0
+[ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
 [ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(skip_header_sync leak_on_error)
 [ "${MUTATIONS[0]}" = all ] && MUTATIONS=(skip_header_sync leak_on_error unmap_wrong_len sync_after_post)
@@ -42,6 +45,7 @@ for m in "${MUTATIONS[@]}"; do
 		fail "dma mutation $m: the mutant does not build ($LOGS/module-$dir.log)"
 		continue
 	fi
+	[ "$BUILD_ONLY" = 1 ] && continue
 	rc=0
 	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" dma-mutant "$dir" "$SECONDS_PER_RUN") || rc=$?
 	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then

@@ -151,6 +151,21 @@ cov_note_run() {
 	echo "$1:$TOP/build/$1-cov:$2" >>"$LOGS/coverage-runs.txt"
 }
 
+# in_rootfs DIR CMD...: CMD on the host, natively, in the guests' root
+# filesystem (the same binaries the VMs run, e.g. tshark), with DIR as
+# /results and this tree as /work; the mounts are private to the command.
+# Work that takes minutes under TCG takes seconds here.
+in_rootfs() {
+	local dir=$1 r
+	shift
+	r=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || { warn "in_rootfs: no rootfs"; return 1; }
+	unshare -m -- bash -c 'r=$1 dir=$2 top=$3; shift 3
+		mount --bind "$dir" "$r/results" && mount -o bind,ro "$top" "$r/work" &&
+		mount -t proc proc "$r/proc" && mount --bind /dev "$r/dev" &&
+		mount -t tmpfs tmpfs "$r/tmp" && HOME=/tmp exec chroot "$r" "$@"' \
+		in_rootfs "$r" "$dir" "$TOP" "$@"
+}
+
 config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
 # The test kernel's object tree, a subdirectory of the source it is built
 # from: Kbuild then names the source "..", so no command line holds an

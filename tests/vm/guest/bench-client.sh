@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench-client.sh CLIENT_IP ROUNDS SECONDS [PROFILE_SECONDS]: the client VM of the two-VM
+# bench-client.sh CLIENT_IP ROUNDS SECONDS [PROFILE_SECONDS [VERSIONS]]: the client VM of the two-VM
 # benchmark (scripts/bench.sh), which drives the whole run. Measures the
 # soft-RoCE ceiling with perftest, then for each round has the server load
 # the c and then the rust rpcrdma.ko (A B A B ...) over the same link and
-# export and runs every job for SECONDS on an NFSv3 and an NFSv4.1 mount.
+# export and runs every job for SECONDS on an NFSv3 and an NFSv4.1 mount
+# (VERSIONS, the 5th argument, e.g. "3" for make check's smoke).
 # The server's CPU time is read around every job. Every measurement is a
 # line of /results/bench.jsonl; scripts/bench_report.py makes the tables.
 # With PROFILE_SECONDS, one more pass per flavour profiles the server with
@@ -13,10 +14,13 @@
 . /work/tests/vm/guest/lib.sh
 
 ip=$1 rounds=$2 secs=$3 profile_secs=${4:-0}
+# The NFS versions, comma-separated (make check's smoke: NFSv3 alone).
+versions=$(echo "${5:-3,4.1}" | tr , ' ')
+nvers=$(echo $versions | wc -w)
 out=/results/bench.jsonl
 : >$out
 rsh_client "$ip"
-echo "two VMs, 1 vCPU each, joined by a QEMU socket network (TCG); soft-RoCE; NFSv3 and NFSv4.1" >/results/topology
+echo "two VMs, 1 vCPU each, joined by a QEMU socket network (TCG); soft-RoCE; NFS versions $versions" >/results/topology
 
 # The server's CPU: busy and total jiffies (USER_HZ), all its CPUs.
 srv_busy() { srv "awk '/^cpu / { print \$2 + \$3 + \$4 + \$7 + \$8 }' /proc/stat"; }
@@ -31,8 +35,10 @@ emit() { # round flavour vers job value unit srv_cpu_s ops mib
 # perftest busy-polls its completion queue; on one vCPU that would starve
 # soft-RoCE's kernel threads, which do the actual transfer. So it runs as
 # SCHED_IDLE: it polls only when no kernel thread wants the CPU. (-e, to
-# sleep on completion events, is not available for RDMA Write.)
-PT_N=400
+# sleep on completion events, is not available for RDMA Write.) The amount
+# scales with the job length: 400 MiB (~40 s each) for `make bench`'s 5 s
+# jobs, 160 MiB for the 2 s jobs of make check's smoke.
+PT_N=$((secs * 80))
 for t in write send; do
 	srv "chrt -i 0 ib_${t}_bw -d rxe0 -s 1048576 -n $PT_N -F </dev/null >/tmp/pt-$t.txt 2>&1 &"
 	sleep 2
@@ -144,7 +150,7 @@ while [ $r -lt "$rounds" ]; do
 	r=$((r + 1))
 	for f in c rust; do
 		serve $f || exit 1
-		for vers in 3 4.1; do
+		for vers in $versions; do
 			mount_rdma $vers /mnt/b || { fail "mount v$vers ($f)"; continue; }
 			MOUNT_OPTS=actimeo=0,nosharecache mount_rdma $vers /mnt/meta ||
 				{ fail "metadata mount v$vers ($f)"; umount /mnt/b; continue; }
@@ -209,10 +215,10 @@ if [ "$profile_secs" -gt 0 ]; then
 fi
 
 n=$(grep -c '"flavour":"\(c\|rust\)"' $out || true)
-want=$((rounds * 2 * 2 * $(echo $JOBS | wc -w)))
+want=$((rounds * 2 * nvers * $(echo $JOBS | wc -w)))
 result measurements "$n"
 if [ "$n" = "$want" ]; then
-	pass "bench: $rounds rounds x c,rust x NFSv3,NFSv4.1 x $(echo $JOBS | wc -w) jobs measured ($n)"
+	pass "bench: $rounds rounds x c,rust x NFS versions $versions x $(echo $JOBS | wc -w) jobs measured ($n)"
 else
 	fail "bench: $n of $want measurements"
 fi

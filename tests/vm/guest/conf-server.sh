@@ -5,7 +5,7 @@
 # (scripts/conformance.sh). Serves generated fixtures over NFS/RDMA with our
 # rpcrdma.ko and 32 nfsd threads, counts the Send-path tracepoints of each
 # phase the client announces (ctl.py), and on soft-RoCE captures the RoCEv2
-# Sends on its NIC and at the end checks them with tshark (wirecheck.py).
+# Sends on its NIC for the host to check with tshark (wirecheck.py).
 . /work/tests/vm/guest/lib.sh
 
 G=/work/tests/vm/guest
@@ -47,14 +47,11 @@ for p in send_ctxts_live send_pages_held send_sges_mapped; do
 		result "server_$p" "$(cat /sys/module/rpcrdma/parameters/$p)"
 done
 
+# The capture goes to the host, which decodes it with this rootfs's tshark
+# natively (scripts/conformance.sh: seconds there, two minutes under TCG).
 if [ "$FABRIC" = rxe ]; then
-	log "decoding $(du -h /tmp/roce.pcapng | cut -f1) of capture with tshark"
-	python3 $G/wirecheck.py /tmp/roce.pcapng /results/phases.csv "$SERVER_IP" /results >/tmp/wire.out 2>&1 ||
-		fail "wirecheck.py failed: $(tail -n 3 /tmp/wire.out)"
-	while IFS='=' read -r k v; do
-		case $k in wire_*) result "$k" "$v" ;; esac
-	done </tmp/wire.out
-	cp /tmp/roce.pcapng /results/ 2>/dev/null || true
+	cp /tmp/roce.pcapng /results/ || fail "cannot copy the capture to /results"
+	log "capture: $(du -h /results/roce.pcapng | cut -f1), decoded on the host"
 fi
 # In the DMA-mapped mode: with knfsd stopped, every transport is freed, and
 # every mapping of theirs must be gone.
