@@ -19,7 +19,8 @@
 #     supported series (another flavour of the same 7.3 release: the
 #     archive has one 7.3.x) make DKMS build for it; those of a 7.2 kernel
 #     (trixie-backports) and of trixie's 6.12 are skipped by dkms.conf's
-#     BUILD_EXCLUSIVE_*, and apt succeeds. Then the package's autopkgtest
+#     BUILD_EXCLUSIVE_*, the package's header_postinst.d hook says why in
+#     one line, and apt succeeds. Then the package's autopkgtest
 #     (debian/tests) on all four.
 #  5. VMs booting Debian's unmodified vmlinuz: the modules tree as DKMS left
 #     it, where plain `modprobe rpcrdma` loads ours and runs the e2e smoke
@@ -358,12 +359,13 @@ if [ -n "$K72" ] && [ -n "$K612" ]; then
 		why=$(chr sh -c "grep -E '^CONFIG_RUST=y' /lib/modules/$k/build/.config >/dev/null &&
 			echo 'not the 7.3 series (BUILD_EXCLUSIVE_KERNEL)' || echo 'no CONFIG_RUST (BUILD_EXCLUSIVE_CONFIG)'")
 		left=$(chr sh -c "ls /lib/modules/$k/updates/dkms/ 2>/dev/null" || true)
+		said=$(grep -m1 "^rpcrdma-rs-dkms: not built for $k: " "$LOGS/debian-headers-unsupported.log" || true)
 		if [ "$rc" = 0 ] && grep -q "^Autoinstall on $k was skipped for module(s) rpcrdma-rs" "$LOGS/debian-headers-unsupported.log" &&
-			[ -z "$left" ]; then
-			pass "apt install linux-headers-$k: exit 0; DKMS: 'Autoinstall on $k was skipped for module(s) rpcrdma-rs.' ($why)"
+			[ -n "$said" ] && [ -z "$left" ]; then
+			pass "apt install linux-headers-$k: exit 0; DKMS skipped it ($why), and the package's hook said: '$said'"
 		else
 			grep -E "^Autoinstall|BUILD_EXCLUSIVE|Error" "$LOGS/debian-headers-unsupported.log" | tail -n 6 | sed 's/^/    /'
-			fail "apt install linux-headers-$k: exit $rc, no skip line for $k, or a module was left: '$left' ($LOGS/debian-headers-unsupported.log)"
+			fail "apt install linux-headers-$k: exit $rc, no skip line or no reason for $k ('$said'), or a module was left: '$left' ($LOGS/debian-headers-unsupported.log)"
 		fi
 	done
 else
@@ -411,6 +413,7 @@ rc=0
 step apt-purge $APT remove --purge "$PKG" || rc=$?
 k=$(modfile "$KREL")
 left=$(cd "$R" && ls -d var/cache/rpcrdma-rs var/lib/dkms/rpcrdma-rs "usr/src/rpcrdma-rs-$ver" \
+	etc/kernel/header_postinst.d/rpcrdma-rs-dkms \
 	usr/lib/modules/*/updates/dkms/rpcrdma.ko* 2>/dev/null | paste -sd' ' || true)
 if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$left" ] &&
 	[ -z "$(chr dpkg-query -W -f '${Status}' "$PKG" 2>/dev/null | grep -v not-installed)" ]; then
