@@ -109,7 +109,7 @@ dma-mutations:
 	@scripts/check.sh dma-mutations all
 
 # Disconnect storm (rxe device deleted and re-added under load); make check
-# runs 10 cycles, this target CYCLES (default 10).
+# runs 6 cycles, this target CYCLES (default 10).
 storm:
 	@scripts/check.sh storm $(CYCLES)
 
