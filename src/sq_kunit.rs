@@ -2,8 +2,10 @@
 
 //! KUnit suite `rpcrdma_rs_sq`: Send Queue accounting single-threaded
 //! (the ticket protocol, with wrapping counters), the lost wake-up of C's
-//! reservation replayed with two threads against both algorithms, and
-//! posting, including the partial-post case that C leaks.
+//! reservation replayed with two threads against both algorithms, an
+//! observer on another CPU that must never see a failed reservation
+//! understate the free entries (and does see C's), and posting, including
+//! the partial-post case that C leaks.
 
 use kernel::prelude::kunit_tests;
 
@@ -220,8 +222,15 @@ mod tests {
                 fsleep(Delta::from_millis(50));
             }
             complete(&f, c_algorithm, 2);
-            // B runs and re-checks its condition.
-            fsleep(Delta::from_millis(200));
+            // B runs and re-checks its condition. The wake-up took B's
+            // entry off the wait queue (`autoremove_wake_function`); B puts
+            // it back just before it re-checks, so once the queue is active
+            // again (or B is done) B is at its check, however slow the
+            // machine, and a further 100 ms covers the check itself.
+            let rechecking = wait_until(5000, || {
+                r.send_wait().is_active() || w.state.load(Acquire) != 0
+            });
+            fsleep(Delta::from_millis(100));
             if c_algorithm {
                 // A, second half: C's atomic_add(6), which wakes nobody.
                 r.sq_avail().add(6, Relaxed);
@@ -232,7 +241,9 @@ mod tests {
             // A failed, and B still waits although its 4 entries are free.
             let a_done = wait_until(3000, || a.state.load(Acquire) != 0);
             let stalled = w.state.load(Acquire) == 0 && r.sq_avail().load(Relaxed) >= 4;
-            result = if a_done && a.state.load(Acquire) == 2 {
+            result = if !rechecking {
+                Err(ETIMEDOUT)
+            } else if a_done && a.state.load(Acquire) == 2 {
                 Ok(stalled)
             } else {
                 Err(EINVAL)
@@ -261,6 +272,136 @@ mod tests {
     #[test]
     fn lost_wakeup_in_c_reservation() -> Result {
         assert!(lost_wakeup_scenario(true)?);
+        Ok(())
+    }
+
+    /// What the observer thread shares with the test.
+    struct Observer {
+        rdma: *mut sys::svcxprt_rdma,
+        /// Set by the test: stop sampling.
+        stop: Atomic<i32>,
+        /// 1 once sampling, 2 once stopped.
+        state: Atomic<i32>,
+        /// The lowest `sc_sq_avail` read.
+        lowest: Atomic<i32>,
+    }
+
+    // SAFETY: the observer only reads the transport's atomic counter, and
+    // the test keeps the transport alive until the observer reports
+    // `state` 2.
+    unsafe impl Send for Observer {}
+    // SAFETY: every field but `rdma` is atomic, and `rdma` is only read.
+    unsafe impl Sync for Observer {}
+
+    /// A failed reservation made C's way (`svc_rdma_sq_wait`'s
+    /// `atomic_sub_return` and `atomic_add`): the counter understates the
+    /// free entries between the two.
+    fn subtract_and_undo(r: &crate::abstractions::xprt::Rdma, n: i32) -> bool {
+        if r.sq_avail().fetch_sub(n, Full) < n {
+            r.sq_avail().add(n, Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Makes reservations of 6 with 3 entries free, `batches` x 10000 of
+    /// them, while another thread reads `sc_sq_avail` in a loop; stops
+    /// early once that thread has read less than 3. Returns the lowest
+    /// value it read, and the reservations made.
+    fn lowest_seen_while_failing(
+        reserve: fn(&crate::abstractions::xprt::Rdma, i32) -> bool,
+        batches: u32,
+    ) -> Result<(i32, u32)> {
+        let f = FakeRdma::new(3, 4).ok_or(ENOMEM)?;
+        let r = f.rdma();
+        let o = Arc::new(
+            Observer {
+                rdma: f.raw(),
+                stop: Atomic::new(0),
+                state: Atomic::new(0),
+                lowest: Atomic::new(3),
+            },
+            GFP_KERNEL,
+        )?;
+        let o2 = o.clone();
+        workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            // SAFETY: the test keeps the transport alive until `state` 2.
+            let r = unsafe { crate::abstractions::xprt::Rdma::from_raw(o2.rdma) };
+            o2.state.store(1, Release);
+            while o2.stop.load(Relaxed) == 0 {
+                for _ in 0..10_000 {
+                    let v = r.sq_avail().load(Relaxed);
+                    if v < o2.lowest.load(Relaxed) {
+                        o2.lowest.store(v, Relaxed);
+                    }
+                }
+                // Never hogs a CPU the test thread may need (one CPU, or
+                // a kernel without preemption).
+                fsleep(Delta::from_micros(50));
+            }
+            o2.state.store(2, Release);
+        })?;
+        let mut made = 0u32;
+        let mut result = Err(ETIMEDOUT);
+        if wait_until(3000, || o.state.load(Acquire) != 0) {
+            result = Ok(());
+            for _ in 0..batches {
+                for _ in 0..10_000 {
+                    if reserve(r, 6) {
+                        result = Err(EINVAL);
+                    }
+                }
+                made = made.saturating_add(10_000);
+                if o.lowest.load(Relaxed) < 3 || result.is_err() {
+                    break;
+                }
+                // Lets the observer onto a CPU if it shares this one.
+                fsleep(Delta::from_millis(1));
+            }
+        }
+        o.stop.store(1, Relaxed);
+        if !wait_until(3000, || o.state.load(Acquire) == 2) {
+            // The observer still reads the transport: leak it.
+            core::mem::forget(f);
+            return Err(ETIMEDOUT);
+        }
+        result.map(|()| (o.lowest.load(Relaxed), made))
+    }
+
+    /// The lost wake-up's precondition, observed directly: another CPU
+    /// never sees a failed reservation of ours understate the free
+    /// entries. (A subtract-and-undo reservation fails this at once: see
+    /// the next test, which checks that the observer can tell.)
+    #[test]
+    fn failed_reservation_never_understates() -> Result {
+        let (lowest, made) = lowest_seen_while_failing(sq::sq_reserve, 50)?;
+        kernel::pr_info!(
+            "rpcrdma_rs_sq: {} failed reservations, lowest sc_sq_avail seen {}\n",
+            made,
+            lowest
+        );
+        assert_eq!(lowest, 3);
+        Ok(())
+    }
+
+    /// The observer above can fail: against C's subtract-and-undo it sees
+    /// the counter below the free entries.
+    #[test]
+    fn observer_sees_subtract_and_undo() -> Result {
+        if kernel::cpu::nr_cpu_ids() < 2 {
+            // Without a second CPU the observer never runs during a
+            // reservation (kunit.py's one-CPU VM); the differential
+            // build's run (2 vCPUs) asserts it.
+            kernel::pr_info!("rpcrdma_rs_sq: one CPU, observer_sees_subtract_and_undo not run\n");
+            return Ok(());
+        }
+        let (lowest, made) = lowest_seen_while_failing(subtract_and_undo, 200)?;
+        kernel::pr_info!(
+            "rpcrdma_rs_sq: subtract-and-undo: lowest sc_sq_avail seen {} after {} reservations\n",
+            lowest,
+            made
+        );
+        assert!(lowest < 3);
         Ok(())
     }
 
