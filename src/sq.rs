@@ -57,8 +57,10 @@ pub(crate) fn wake_send_waiters_outlined(rdma: &Rdma, avail: i32) {
 pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
     let avail = rdma.sq_avail();
     // The first guess, as `READ_ONCE`: a volatile load inline, where
-    // `Atomic::load` is a helper call. A stale guess only fails the
-    // `cmpxchg`, which returns the current value for the next try.
+    // `Atomic::load` is a helper call. A stale high guess fails the
+    // `cmpxchg`, which returns the current value for the next try; a stale
+    // low one fails the reservation without it, a spurious slow-path trip
+    // whose wait re-reads the counter (design.rst).
     // SAFETY: `as_ptr` is the counter's live, aligned `int`; a volatile
     // load of it is a marked access (`READ_ONCE`), no data race in LKMM.
     let mut seen = unsafe { avail.as_ptr().read_volatile() };
