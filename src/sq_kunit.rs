@@ -11,7 +11,7 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(rpcrdma_rs_sq)]
 mod tests {
-    use crate::abstractions::send_ctxt::{Ctxt, CtxtState};
+    use crate::abstractions::send_ctxt::{Ctxt, CtxtState, SentCtxt};
     use crate::fakes::FakeRdma;
     use crate::sq;
     use crate::sys;
@@ -506,6 +506,35 @@ mod tests {
         assert_eq!(second.try_put(), Err(CtxtState::Queued));
         // SAFETY: the release list of our stand-in, which only this
         // thread uses.
+        unsafe {
+            let first = (*f.raw()).sc_send_release_list.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+        Ok(())
+    }
+
+    /// A put of a posted ctxt (a C caller's bug: after a successful post
+    /// the ctxt is its Send completion's) is refused and touches nothing;
+    /// the completion's own put then queues it once.
+    #[test]
+    fn put_of_posted_ctxt_is_refused() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let mut none = [];
+        let p = f.ctxt(&mut none).ok_or(ENOMEM)?.into_raw();
+        // SAFETY: our ctxt; the test marks it posted and holds the second
+        // handle a buggy caller would have.
+        let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
+        let (posted, stray) = (posted.ok_or(EINVAL)?, stray.ok_or(EINVAL)?);
+        posted.set_state(CtxtState::Posted);
+        assert_eq!(stray.try_put(), Err(CtxtState::Posted));
+        // SAFETY: the release list of our stand-in, which only this
+        // thread uses: still empty.
+        unsafe { assert!((*f.raw()).sc_send_release_list.first.is_null()) };
+        // The completion's put (`SentCtxt::put`) skips the check.
+        // SAFETY: marked posted above; the stray handle was given up.
+        unsafe { SentCtxt::assume_for_test(posted) }.put();
+        // SAFETY: as above; the ctxt is on the list once.
         unsafe {
             let first = (*f.raw()).sc_send_release_list.first;
             assert!(first == addr_of_mut!((*p).sc_node));

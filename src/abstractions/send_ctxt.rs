@@ -607,9 +607,12 @@ impl Ctxt {
     /// that an nfsd thread drains the list even on an idle connection.
     /// Callable from the Send completion.
     ///
-    /// A ctxt that is neither owned nor posted (a second put of the same
-    /// ctxt) is refused, its state returned and nothing touched: queueing
-    /// it again would corrupt the list it is on.
+    /// Only an owned ctxt is put. Any other is refused, its state returned
+    /// and nothing touched: a second put of a ctxt (queueing it again would
+    /// corrupt the list it is on), and a put of a posted one, which belongs
+    /// to its Send completion (releasing it would unmap what the device may
+    /// still read, and the completion would queue it a second time). The
+    /// completion's own put is [`SentCtxt::put`].
     #[inline]
     pub(crate) fn try_put(self) -> Result<(), CtxtState> {
         let c = ManuallyDrop::new(self).0;
@@ -631,7 +634,7 @@ impl Ctxt {
         // SAFETY: the ledger's state word (`Ledger` invariants), read as
         // `READ_ONCE`: a ctxt put twice may be held by someone else now.
         let was = unsafe { core::ptr::read_volatile(state) };
-        if was != CtxtState::Posted as i32 && was != CtxtState::Owned as i32 {
+        if was != CtxtState::Owned as i32 {
             // A value no state has reads as the state nothing may put.
             return Err(CtxtState::from_repr(was).unwrap_or(CtxtState::Free));
         }
@@ -1279,6 +1282,20 @@ pub(crate) fn census() -> Census {
         }
     }
     n
+}
+
+#[cfg(rpcrdma_kunit)]
+impl SentCtxt {
+    /// The completion's handle on a posted `ctxt`, for a KUnit case that
+    /// plays the Send completion.
+    ///
+    /// # Safety
+    ///
+    /// As the type invariant says: `ctxt` is marked posted, and nothing
+    /// else will put it.
+    pub(crate) unsafe fn assume_for_test(ctxt: Ctxt) -> Self {
+        Self(ctxt)
+    }
 }
 
 #[cfg(rpcrdma_kunit)]
