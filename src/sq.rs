@@ -239,7 +239,9 @@ impl SendCompletion for WcSend {
 
 /// The rest of [`WcSend::complete`] for a Send that failed or was flushed:
 /// reports it and closes the connection. Cold, so that the success path
-/// tests the status once.
+/// tests the status once. Closes before the put (C puts first): the
+/// transport is reached through the ctxt the put gives away; either order
+/// only flags and enqueues (design.rst, "A failed Send").
 #[cold]
 fn send_failed(wc: &SendWc, sent: SentCtxt) {
     let ctxt = sent.ctxt();
