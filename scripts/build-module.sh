@@ -37,6 +37,8 @@ XPRT=$KSRC/net/sunrpc/xprtrdma
 if [ "$FLAVOUR" = rust ]; then
 	grep -q '^CONFIG_RUST=y' "$KDIR/.config" || die "KDIR=$KDIR is not built with CONFIG_RUST=y"
 	[ -f "$KDIR/rust/bindings/bindings_generated.rs" ] || die "KDIR=$KDIR lacks Rust metadata (rust/bindings)"
+	# The Rust Send path reaches reply pages through the direct map (Kconfig).
+	! grep -q '^CONFIG_HIGHMEM=y' "$KDIR/.config" || die "KDIR=$KDIR has CONFIG_HIGHMEM: the Rust flavour does not support highmem pages; use FLAVOUR=c"
 fi
 # Compiler, linker, rustc and bindgen: the kernel's own (from its .config).
 tc=$(bash "$TOP/scripts/kernel-toolchain.sh" "$KDIR") || exit 1
