@@ -249,7 +249,8 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
  * svc_rdma_post_send syncs before it waits for SQ entries; syncing after
  * the wait, in the same call as the post, saves a call per reply and
  * changes nothing the device sees: the header is not written meanwhile.
- * QP and PD are on one device (C syncs on sc_pd->device).
+ * The QP's device is the one C syncs on (rdma->sc_cm_id->device: the
+ * QP is created on the CM id's device).
  */
 static noinline notrace int
 rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,

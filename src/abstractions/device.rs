@@ -6,7 +6,7 @@
 //! All mappings of the Send path are `DMA_TO_DEVICE`. A mapping is an owned
 //! value until it is stored in an SGE of a send ctxt ([`DmaMapping::into_sge`]);
 //! from then on the ctxt owns it and undoes it when the ctxt is released
-//! (`Ctxt::unmap_payload`) or freed.
+//! (`IdleCtxt::release_io`) or freed.
 
 use crate::sys;
 use core::mem::ManuallyDrop;
@@ -115,9 +115,11 @@ impl IbDevice {
     ///
     /// # Safety
     ///
-    /// `addr`/`len` is a live page mapping on this device, made by
-    /// [`Self::map_page`] and given up with [`DmaMapping::into_sge`], and
-    /// no I/O uses it any more.
+    /// `addr`/`len` is a live mapping on this device, made by
+    /// [`Self::map_page`] or [`Self::map_virt`] (a ctxt's header buffer,
+    /// which `IdleCtxt::free` unmaps) and given up with
+    /// [`DmaMapping::into_sge`] or kept by its ctxt, and no I/O uses it any
+    /// more.
     pub(crate) unsafe fn unmap_page(&self, addr: u64, len: u32) {
         // SAFETY: a live page mapping of this registered device that no
         // I/O uses any more (`# Safety`).

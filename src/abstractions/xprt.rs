@@ -122,8 +122,9 @@ impl Rdma {
         unsafe { (*(*self.as_ptr()).sc_pd).local_dma_lkey }
     }
 
-    /// The RDMA device the transport is connected through (that of its
-    /// protection domain, as C's Send path reads it).
+    /// The RDMA device the transport is connected through, read from its
+    /// protection domain (C's Send path reads `sc_cm_id->device`; the PD
+    /// is allocated on that device, so it is the same one).
     pub(crate) fn device(&self) -> &IbDevice {
         // SAFETY: `sc_pd`, and its device, are set before publication and
         // outlive the transport's send ctxts.
@@ -148,8 +149,9 @@ impl Rdma {
         unsafe { sys::rs_send_cid_init(self.as_ptr(), cid) };
     }
 
-    /// The transport's `XPT_*` flag word, read once (`test_bit`'s plain
-    /// read: the flags change only through atomic bit operations).
+    /// The transport's `XPT_*` flag word, read once as `READ_ONCE` (what
+    /// `test_bit` reads: the flags change only through atomic bit
+    /// operations).
     fn flags(&self) -> kernel::ffi::c_ulong {
         // SAFETY: a field of the live transport; a volatile read is the
         // `READ_ONCE` of a word other CPUs change atomically.
