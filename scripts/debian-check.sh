@@ -48,6 +48,15 @@ REPS=${1:-3}
 FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+# replay FILE: the output of VMs run in a subshell, shown, its FAIL lines
+# counted here.
+replay() {
+	local line
+	while IFS= read -r line; do
+		echo "$line"
+		case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
+	done <"$1"
+}
 
 R=$(bash "$TOP/scripts/debian-env.sh" env) || die "Debian build environment"
 K=$(bash "$TOP/scripts/debian-env.sh" kernel) || die "Debian kernel"
@@ -152,10 +161,7 @@ vms() {
 		local stock=$!
 		vms_of rust
 		wait $stock || true
-		while IFS= read -r line; do
-			echo "$line"
-			case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
-		done <"$LOGS/debian-vms-stock.out"
+		replay "$LOGS/debian-vms-stock.out"
 		local k d
 		while read -r k d; do RUN[$k]=$d; done <"$LOGS/debian-vms-stock.runs"
 	else
@@ -427,10 +433,7 @@ NICE=
 if [ "$MODE" = all ]; then
 	say "debian: waiting for the VMs ($LOGS/debian-vms.out)"
 	wait "$VMS" || true
-	while IFS= read -r line; do
-		echo "$line"
-		case $line in FAIL:*) FAILS=$((FAILS + 1)) ;; esac
-	done <"$LOGS/debian-vms.out"
+	replay "$LOGS/debian-vms.out"
 	TIMES+=("vms(background) $((SECONDS - t_vms))s")
 	lap vms-wait
 fi
