@@ -10,7 +10,6 @@ use crate::proto::pullup::{self, XdrShape};
 use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use kernel::error::{code::EIO, Error};
 use kernel::num::casts::FromSafeCast;
 use kernel::page::PAGE_SIZE;
 use kernel::types::Opaque;
@@ -98,19 +97,17 @@ impl XdrBuf {
         Fragment::of_kvec(&self.raw().tail[0])
     }
 
-    /// The page data, one fragment per page touched. A null page slot
-    /// inside `page_base + page_len` is `EIO`: a reply claiming data it
-    /// does not have is refused, not sent short (C would dereference it).
-    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Result<Fragment<'_>, Error>> + '_ {
+    /// The page data, one fragment per page touched.
+    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Fragment<'_>> + '_ {
         let x = self.raw();
         let pages = x.pages;
-        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).map(
+        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).filter_map(
             move |(index, offset, len)| {
                 // SAFETY: the page array covers `page_base + page_len`
                 // (type invariant), which `page_fragments` stays within.
                 let page = unsafe { *pages.add(index) };
-                Ok(Fragment {
-                    at: At::Page(NonNull::new(page).ok_or(EIO)?),
+                Some(Fragment {
+                    at: At::Page(NonNull::new(page)?),
                     offset,
                     len,
                     _buf: PhantomData,
