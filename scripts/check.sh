@@ -488,6 +488,8 @@ do_storm() {
 	[ -f "$cli/summary" ] && grep -E '^storm_' "$cli/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	if ! grep -qx "storm_cycles=$cycles" "$cli/summary" 2>/dev/null; then
 		bad "storm rust: $(sed -n 's/^storm_cycles=//p' "$cli/summary" 2>/dev/null || echo no) of $cycles cycles done ($cli)"
+		# Where the client stopped, should its script have died silently.
+		tail -n 8 "$cli/guest.log" 2>/dev/null | sed 's/^/    client: /'
 	fi
 	[ "$rc" = 0 ] || bad "storm rust VMs (status $rc, logs in $srv $cli)"
 }

@@ -27,7 +27,12 @@ hostname rpcrdma-vm
 ip link set lo up
 
 power_off() {
-	sync
+	# A hard NFS mount whose server is gone blocks sync for ever (a client
+	# script that died mid-run leaves one): wait for it 30 s at most. The
+	# results are on 9p, written through, and need no sync.
+	sync &
+	n=0
+	while kill -0 $! 2>/dev/null && [ $n -lt 30 ]; do sleep 1; n=$((n + 1)); done
 	python3 -c 'import ctypes; ctypes.CDLL(None).reboot(0x01234567)'
 	# Should the syscall fail, ending PID 1 stops the VM as well.
 	exit 0
@@ -47,6 +52,14 @@ while IFS= read -r a; do set -- "$@" "$a"; done </results/args
 # Output goes to the console as it comes and to guest.log.
 { "$script" "$@"; echo $? >/tmp/rc; } 2>&1 | tee /results/guest.log
 rc=$(cat /tmp/rc 2>/dev/null || echo 3)
+# The guest scripts run under set -eu (lib.sh): a failed command or an unset
+# variable ends them with no FAIL line and no results. Say so, with the last
+# words of the script, so that the host reports it rather than just missing
+# results.
+if [ "$rc" != 0 ] && ! grep -q '^FAIL: ' /results/guest.log 2>/dev/null; then
+	echo "FAIL: $(basename "$script") ended with status $rc without reporting a failure (set -eu?); its last output: $(grep -v '^$' /results/guest.log 2>/dev/null | tail -n 1)" |
+		tee -a /results/guest.log
+fi
 dmesg >/results/dmesg.log
 echo "$rc" >/results/status
 echo "guest-init: $script exited $rc"

@@ -24,15 +24,16 @@ rsh_client "$ip"
 mount_rdma 3 /mnt/st || { fail "NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/st storm
 # Sends flushed by the removals: the storm caught replies in flight.
-srv "trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err"
+srv "trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err" ||
+	fail "storm: tracing the server's flushed Sends"
 
 # Calls the server has received: proof that I/O runs on the new connection.
 calls() { srv 'stat_rdma recv'; }
 # The server's first: the client's, behind its hung mount, may not reach
 # the disk before the pair is stopped (one CI run kept neither).
 stalled() {
-	srv 'stall_dump /results/stall-server.txt'
-	stall_dump /results/stall-client.txt
+	srv 'stall_dump /results/stall-server.txt' || true
+	stall_dump /results/stall-client.txt || true
 }
 t0=$(date +%s)
 i=0 leaked=0 maxwait=0
@@ -40,10 +41,15 @@ while [ $i -lt "$cycles" ]; do
 	i=$((i + 1))
 	[ $((i % 10)) = 1 ] && log "storm: cycle $i of $cycles"
 	c=$(client_connects)
-	r=$(calls)
+	# Under set -eu a failed query would end the script with no word of
+	# why (one CI run lost all results so): fail it by name.
+	if ! r=$(calls 2>&1); then
+		fail "storm: cycle $i: the server's rsh did not answer: $r"
+		break
+	fi
 	# Wait for the client to reconnect and send Calls again.
 	w0=$(date +%s)
-	while [ $i -gt 1 ] && [ "$(client_connects)" = "$c" ] || [ "$(calls)" -lt $((r + 20)) ]; do
+	while [ $i -gt 1 ] && [ "$(client_connects)" = "$c" ] || [ "$(calls || echo 0)" -lt $((r + 20)) ]; do
 		[ $(($(date +%s) - w0)) -ge 120 ] && break
 		sleep 0.5
 	done
@@ -79,7 +85,7 @@ result storm_cycles_leaking "$leaked"
 [ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
 	pass "storm: $cycles removals of the server's device under I/O in $secs s, counters 0 after each, the client reconnected every time"
 sleep 3
-kill $READS_PID
+kill $READS_PID || true
 if stop_verifying_fio $FIO_PID storm_fio_KiB; then
 	pass "storm: fio verified its data through $i disconnect cycles ($FIO_KIB KiB)"
 else
