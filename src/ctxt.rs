@@ -22,52 +22,98 @@
 //! ctxt, which would corrupt the lists, and lets the transport's teardown
 //! find ctxts that never came back: one whose Send was posted but whose
 //! completion never came (the provider lost it), or one parked after a
-//! partial post, is reclaimed once `ib_drain_qp` guarantees nothing of it
-//! is in flight, where C leaks it.
+//! partial post, is reclaimed once the QP is destroyed and its Send CQ's
+//! poller stopped, so that nothing of it can complete any more, where C
+//! leaks it ([`release_unreturned`]).
 
 use crate::abstractions::events;
 use crate::abstractions::send_ctxt::{
-    report_refused_put, take_ctxts_of, Ctxt, CtxtState, IdleCtxt,
+    abandon_unreturned, release_unreturned_chunk_io, report_refused_put, take_unreturned, Ctxt,
+    CtxtState, IdleCtxt,
 };
-use crate::abstractions::xprt::Rdma;
+use crate::abstractions::xprt::{Rdma, SendQueueGone};
 use crate::stats;
-use kernel::num::casts::FromSafeCast;
 
 /// `svc_rdma_send_ctxts_destroy`: frees every ctxt of the transport.
+/// First [`release_unreturned`] releases, onto the free list, the ctxts
+/// that never came back.
 ///
-/// Runs only from `svc_rdma_free`, after `ib_drain_qp` and a final drain,
-/// so no completion can run; being the only user left, it needs no lock.
-/// First [`release_at_teardown`] puts the ctxts that never came back on
-/// the free list.
-pub(crate) fn send_ctxts_destroy(rdma: &Rdma) {
-    release_at_teardown(rdma);
-    for ctxt in rdma.take_free_ctxts() {
+/// # Safety
+///
+/// Only from `svc_rdma_free`, after `ib_drain_qp` and a final drain: no
+/// request uses the transport any more, and the caller is not the Send
+/// CQ's polling work. Being the only user left, it needs no lock.
+pub(crate) unsafe fn send_ctxts_destroy(rdma: &Rdma) {
+    // SAFETY: teardown after the drain (`# Safety`); the QP is destroyed
+    // here only if some ctxt never came back, and nothing posts on it.
+    unsafe {
+        release_unreturned(rdma, |r| r.destroy_qp_and_quiesce_send_cq());
+    }
+    // SAFETY: teardown: no request pops the free list any more.
+    for ctxt in unsafe { rdma.take_free_ctxts() } {
         ctxt.free();
     }
 }
 
-/// At transport teardown (`svc_rdma_free`, after `ib_drain_qp`: nothing
-/// of any ctxt is in flight any more): releases onto the free list the
-/// ctxts parked after a partial post ([`orphan_add`]) and those whose Send
-/// never completed, which [`reclaim_unreturned`] finds and queues on the
-/// release list; returns how many. One drain then empties the list.
+/// At transport teardown, after `ib_drain_qp`, every ctxt should be back
+/// on the free list. Two kinds may not be: one whose Send was posted and
+/// never completed (the provider broke the drain's promise, as soft-iWARP
+/// does for work requests queued behind a TERMINATE; C leaks such a ctxt
+/// with its pages and mappings), and one parked after a partial post
+/// ([`PartlyPosted`](crate::abstractions::send_ctxt::PartlyPosted)).
+/// Both may still be completed late (soft-iWARP flushes its Send Queue
+/// again when the connection's socket closes), and a late completion reads
+/// the ctxt. So if there are any, their chunks' R/W contexts are released
+/// while the QP lives, then `quiesce` destroys the QP and waits out the
+/// Send CQ's poller; what late completions put back is released as usual,
+/// and only what is still unreturned then is reclaimed
+/// ([`reclaim_unreturned`], on the proof `quiesce` gives). If `quiesce`
+/// gives none, they are left allocated and unlisted, as C
+/// leaves them. Returns how many ctxts were reclaimed.
 ///
-/// Their chunks' R/W contexts go back to `sc_rw_ctxts`, which
+/// Their chunks' R/W contexts went back to `sc_rw_ctxts`, which
 /// `svc_rdma_free` has already emptied with `svc_rdma_destroy_rw_ctxts`
 /// (it runs before `svc_rdma_send_ctxts_destroy`), so it is called once
-/// more; it only frees what the list holds. The QP those contexts refer to
-/// is destroyed only after this. Doing this here rather than in the final
-/// drain keeps every drain, called once per RPC, free of a teardown test.
-pub(crate) fn release_at_teardown(rdma: &Rdma) -> usize {
-    let found = reclaim_unreturned(rdma);
-    let released = usize::from_safe_cast(found.posted.saturating_add(found.parked));
-    if released > 0 {
-        release_completed(rdma);
-        // SAFETY: we are in `svc_rdma_free` after `ib_drain_qp` (the
-        // contract of this function's only production caller).
-        unsafe { rdma.destroy_rw_ctxts() };
+/// more; it only frees what the list holds. Doing all this here rather
+/// than in the final drain keeps every drain, called once per RPC, free of
+/// a teardown test.
+///
+/// # Safety
+///
+/// As [`send_ctxts_destroy`]; `quiesce` destroys the QP and returns the
+/// proof only once no completion of the transport can run any more.
+pub(crate) unsafe fn release_unreturned<'a>(
+    rdma: &'a Rdma,
+    quiesce: impl FnOnce(&'a Rdma) -> Option<SendQueueGone<'a>>,
+) -> u32 {
+    // SAFETY: teardown after the drain, QP not destroyed yet (`# Safety`).
+    let outstanding = unsafe { release_unreturned_chunk_io(rdma) };
+    if outstanding == 0 {
+        return 0;
     }
-    released
+    let Some(gone) = quiesce(rdma) else {
+        let n = abandon_unreturned(rdma);
+        kernel::pr_warn!(
+            "transport teardown: {} send ctxts never completed, and their CQ cannot be quiesced: left allocated\n",
+            n
+        );
+        return 0;
+    };
+    // What late completions put back while the QP was going away.
+    release_completed(rdma);
+    let found = reclaim_unreturned(&gone);
+    release_completed(rdma);
+    // SAFETY: teardown, the QP destroyed: no R/W context is in use.
+    unsafe { rdma.destroy_rw_ctxts() };
+    let reclaimed = found.posted.saturating_add(found.parked);
+    kernel::pr_warn!(
+        "transport teardown: {} send ctxts outstanding after the drain, QP destroyed early: {} completed meanwhile, {} never completed, {} parked after a partial post\n",
+        outstanding,
+        outstanding.saturating_sub(reclaimed),
+        found.posted,
+        found.parked
+    );
+    reclaimed
 }
 
 /// `svc_rdma_send_ctxt_get`: a ready-to-use ctxt, from the free list, from
@@ -129,46 +175,31 @@ fn release_completed(rdma: &Rdma) {
 pub(crate) struct Unreturned {
     /// Posted, yet their completion never came: reclaimed.
     pub(crate) posted: u32,
-    /// Parked after a partial post ([`orphan_add`]): released.
+    /// Parked after a partial post, released (see
+    /// [`crate::abstractions::send_ctxt::PartlyPosted`]).
     pub(crate) parked: u32,
     /// Owned or queued: left where they are, and still live.
     pub(crate) other: u32,
 }
 
-/// At transport teardown, once `ib_drain_qp` has flushed the QP and the
-/// final drain has run, every ctxt of `rdma` should be on its free list
-/// or parked. One still marked `Posted` had its WRs posted and never
-/// completed: the provider lost the completion (C leaks such a ctxt with
-/// its pages and mappings); it is reported. Nothing of either can be in
-/// flight after the drain, so both are queued here for release (by
-/// [`release_at_teardown`]'s drain); anything else found is left alone
+/// Takes the ctxts of the transport whose QP `gone` proves destroyed
+/// that are still marked posted (their completion never came: the
+/// provider lost it, and it can no longer come) or parked after a partial
+/// post, and queues them on the release list for [`release_unreturned`]'s
+/// drain. Anything else found outside the free list is left alone
 /// (someone may still hold it) and reported.
-pub(crate) fn reclaim_unreturned(rdma: &Rdma) -> Unreturned {
+pub(crate) fn reclaim_unreturned(gone: &SendQueueGone<'_>) -> Unreturned {
     let mut found = Unreturned::default();
-    // Taking a posted or parked ctxt is sound only here: after the drain
-    // no completion will ever take it, and no Write of it is in flight.
-    let taken = take_ctxts_of(rdma, |state| match state {
-        CtxtState::Free => false,
-        CtxtState::Posted => {
-            found.posted = found.posted.saturating_add(1);
-            true
-        }
-        CtxtState::Orphan => {
-            found.parked = found.parked.saturating_add(1);
-            true
-        }
-        _ => {
-            found.other = found.other.saturating_add(1);
-            false
-        }
+    let taken = take_unreturned(gone, |state| match state {
+        CtxtState::Posted => found.posted = found.posted.saturating_add(1),
+        CtxtState::Orphan => found.parked = found.parked.saturating_add(1),
+        _ => found.other = found.other.saturating_add(1),
     });
     for ctxt in taken {
-        // SAFETY: the QP is drained, so nothing of the ctxt is in flight.
-        let ctxt = unsafe { IdleCtxt::assume(ctxt) };
         if ctxt.ctxt().state() == Some(CtxtState::Posted) {
             let cid = ctxt.ctxt().cid();
             kernel::pr_warn!(
-                "transport teardown: Send cq.id={} cid={} ({} WRs, {} pages) posted, never completed: reclaimed\n",
+                "teardown: Send cq.id={} cid={} ({} WRs, {} pages) never completed: reclaimed\n",
                 cid.ci_queue_id,
                 cid.ci_completion_id,
                 ctxt.ctxt().sqecount(),
@@ -196,15 +227,4 @@ pub(crate) fn send_ctxt_put(ctxt: Ctxt) {
     if let Err(was) = ctxt.try_put() {
         report_refused_put(was);
     }
-}
-
-/// Parks a ctxt whose WR chain was only partly posted (see
-/// [`crate::sq::post_send`]): its Send will never complete, but posted
-/// Writes may still read its mappings, so it can be released only after
-/// `svc_rdma_free` has drained the QP: in [`release_at_teardown`]. Marked
-/// [`CtxtState::Orphan`] and held by nothing but its ledger, which lists
-/// every ctxt: that is where teardown finds it.
-pub(crate) fn orphan_add(ctxt: Ctxt) {
-    ctxt.set_state(CtxtState::Orphan);
-    let _ = ctxt.into_raw();
 }

@@ -44,13 +44,16 @@ macro_rules! same_signature {
 /// # Safety
 ///
 /// `rdma` points to a transport in `svc_rdma_free`, after `ib_drain_qp` and
-/// the final `svc_rdma_send_ctxts_drain`: no completion can run and no
-/// other thread uses its send ctxts any more.
+/// the final `svc_rdma_send_ctxts_drain`: no request uses it any more, no
+/// other thread uses its send ctxts, and only a provider that broke the
+/// drain's promise may still complete something (see
+/// `ctxt::release_unreturned`). Not called from the Send CQ's work.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxts_destroy(rdma: *mut sys::svcxprt_rdma) {
     // SAFETY: `rdma` is live for this call (it is being freed, by the caller,
-    // only after this returns).
-    ctxt::send_ctxts_destroy(unsafe { Rdma::from_raw(rdma) });
+    // only after this returns), and this is its teardown after the drain,
+    // from `svc_rdma_free`'s process context (`# Safety`).
+    unsafe { ctxt::send_ctxts_destroy(Rdma::from_raw(rdma)) };
 }
 same_signature!(svc_rdma_send_ctxts_destroy);
 

@@ -9,7 +9,7 @@
 //! faults were injected. In other builds every point is a constant `false`
 //! and the real `ib_post_send` is used: nothing is left in the fast path.
 
-use crate::abstractions::send_ctxt::PostFn;
+use crate::abstractions::send_ctxt::Poster;
 use crate::sys;
 
 /// A place where a fault can be injected (`enum rs_fault_point`).
@@ -39,13 +39,13 @@ pub(crate) fn inject(_point: Point) -> bool {
 /// The `ib_post_send` that Sends go through: in fault-injection builds, a
 /// wrapper that may fail at the first WR, or post the chunk Writes and fail
 /// the Send (a partial post).
-pub(crate) fn post_fn() -> PostFn {
+pub(crate) fn post_fn() -> Poster {
     #[cfg(rpcrdma_fault_injection)]
     {
-        sys::rs_ib_post_send_faulty
+        Poster::FAULTY
     }
     #[cfg(not(rpcrdma_fault_injection))]
     {
-        sys::rs_ib_post_send
+        Poster::VERBS
     }
 }

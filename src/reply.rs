@@ -71,14 +71,7 @@ pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) -> 
 /// move's unrolled loop is not worth two copies.
 #[inline(never)]
 pub(crate) fn save_io_pages(rqst: &Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
-    if ctxt.page_count() != 0 {
-        return Err(EIO);
-    }
-    let (slots, count) = ctxt.page_slots();
-    let moved = rqst.take_reply_pages(slots).ok_or(EIO)?;
-    // At most `sc_maxpages`, a C int's worth; checked all the same.
-    *count = i32::try_from(moved).map_err(|_| EIO)?;
-    Ok(())
+    ctxt.take_reply_pages(rqst).ok_or(EIO)
 }
 
 /// `svc_rdma_send_error_msg`: replaces whatever header was built with an

@@ -16,7 +16,7 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::abstractions::events;
-use crate::abstractions::send_ctxt::{Ctxt, PostFailure, PostFn, SendCompletion, SendWc, SentCtxt};
+use crate::abstractions::send_ctxt::{Ctxt, PostFailure, Poster, SendCompletion, SendWc, SentCtxt};
 use crate::abstractions::xprt::{count_sq_starved, Rdma};
 use crate::ctxt;
 use crate::sys;
@@ -266,7 +266,7 @@ fn send_failed(wc: &SendWc, sent: SentCtxt) {
 /// anywhere the Send was not posted and will never complete, while the
 /// posted Writes may still be using the ctxt's DMA mappings. The
 /// connection is closed, the unposted WRs' entries are returned now, and
-/// the ctxt is parked (see [`crate::ctxt::orphan_add`]) until
+/// the ctxt is parked (see [`crate::abstractions::send_ctxt::PartlyPosted`]) until
 /// `svc_rdma_free` releases it, once `ib_drain_qp` has flushed the posted
 /// Writes. Returns 0, as C does:
 /// the reply is gone with the connection.
@@ -289,7 +289,7 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
 
 /// The posting half of [`post_send`], with its SQ entries reserved:
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
-pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: PostFn) -> Result<(), (Error, Ctxt)> {
+pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: Poster) -> Result<(), (Error, Ctxt)> {
     events::post_send(&ctxt);
     match ctxt.post::<WcSend>(post) {
         Ok(()) => Ok(()),
@@ -302,20 +302,22 @@ pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: PostFn) -> Result<(), (E
 /// partial post). Cold, so that the posting path keeps a small frame.
 #[cold]
 fn post_failed(rdma: &Rdma, failure: PostFailure) -> Result<(), (Error, Ctxt)> {
-    let PostFailure {
-        ret,
-        ctxt,
-        unposted,
-    } = failure;
-    let (cid, sqecount) = (ctxt.cid_copy(), ctxt.sqecount());
-    let Some(unposted) = unposted else {
-        // Nothing was posted: the ctxt is still ours.
-        post_send_err(rdma, &cid, true, sqecount, ret);
-        return Err((ENOTCONN, ctxt));
-    };
-    // Partial post, see above.
-    post_send_err(rdma, &cid, false, sqecount, ret);
-    wake_send_waiters_outlined(rdma, unposted);
-    ctxt::orphan_add(ctxt);
-    Ok(())
+    match failure {
+        PostFailure::NotPosted { ret, ctxt } => {
+            // Nothing was posted: the ctxt is still ours.
+            post_send_err(rdma, ctxt.cid(), true, ctxt.sqecount(), ret);
+            Err((ENOTCONN, ctxt))
+        }
+        PostFailure::Partial {
+            ret,
+            ctxt,
+            unposted,
+        } => {
+            // Partial post, see above.
+            post_send_err(rdma, ctxt.ctxt().cid(), false, ctxt.ctxt().sqecount(), ret);
+            wake_send_waiters_outlined(rdma, unposted);
+            ctxt.park();
+            Ok(())
+        }
+    }
 }

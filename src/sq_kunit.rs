@@ -11,7 +11,7 @@ use kernel::prelude::kunit_tests;
 
 #[kunit_tests(rpcrdma_rs_sq)]
 mod tests {
-    use crate::abstractions::send_ctxt::{Ctxt, CtxtState, SentCtxt};
+    use crate::abstractions::send_ctxt::{Ctxt, CtxtState, Poster, SentCtxt};
     use crate::fakes::FakeRdma;
     use crate::sq;
     use crate::sys;
@@ -426,6 +426,16 @@ mod tests {
         Ok(())
     }
 
+    // SAFETY: `post_ok` behaves as an `ib_post_send` that posts the whole
+    // chain, and touches nothing.
+    const POST_OK: Poster = unsafe { Poster::new(post_ok) };
+    // SAFETY: `post_one_then_fail` reports the second WR of a chain of at
+    // least two (every chain the tests give it) as the first not posted,
+    // as `ib_post_send` failing there does.
+    const POST_ONE_THEN_FAIL: Poster = unsafe { Poster::new(post_one_then_fail) };
+    // SAFETY: `post_none` reports the first WR as not posted, posting none.
+    const POST_NONE: Poster = unsafe { Poster::new(post_none) };
+
     /// Stand-in for `ib_post_send` that accepts everything.
     ///
     /// # Safety
@@ -477,7 +487,7 @@ mod tests {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let mut writes = [];
         let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
-        assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
+        assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         // Nothing was put back: the completion owns it (`f` frees it).
         assert!(!f.rdma().is_closing());
         // SAFETY: lists of our transport, which only this thread uses.
@@ -549,7 +559,7 @@ mod tests {
         let mut writes = [sys::ib_send_wr::default()];
         let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
         // A failed post must hand the ctxt back.
-        let r = sq::post_chain(f.rdma(), c, post_none);
+        let r = sq::post_chain(f.rdma(), c, POST_NONE);
         assert!(r.is_err());
         if let Err((e, c)) = r {
             {
@@ -560,6 +570,88 @@ mod tests {
                 drop(c); // puts it on the release list, freed with `f`
             }
         }
+        Ok(())
+    }
+
+    /// `ctxt::release_unreturned` of `f`, whose QP "goes" with nothing
+    /// completing meanwhile.
+    fn release_unreturned_quiet(f: &FakeRdma) -> u32 {
+        // SAFETY: teardown of our stand-in, on this thread; nothing of it
+        // completes after the proof is made.
+        unsafe {
+            crate::ctxt::release_unreturned(f.rdma(), |r| {
+                Some(crate::abstractions::xprt::SendQueueGone::assume_for_test(r))
+            })
+        }
+    }
+
+    /// Plays the provider: completes the posted ctxt `p` as flushed,
+    /// through the `ib_cqe` its Send WR carries, as the CQ's poller would.
+    ///
+    /// # Safety
+    ///
+    /// `p` is a posted ctxt of a stand-in transport, whose Send has not
+    /// completed yet.
+    unsafe fn complete_flushed(p: *mut sys::svc_rdma_send_ctxt) {
+        let mut wc = sys::ib_wc {
+            status: sys::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+            ..Default::default()
+        };
+        // SAFETY: `p` is live and posted (`# Safety`); its `sc_cqe` is what
+        // the Send WR names, and its `done` was set by `Ctxt::post`.
+        unsafe {
+            let cqe = addr_of_mut!((*p).sc_cqe);
+            *wc.__bindgen_anon_1.wr_cqe.as_mut() = cqe;
+            if let Some(done) = (*cqe).done {
+                done(core::ptr::null_mut(), &mut wc);
+            }
+        }
+    }
+
+    /// D1 of the liveness review: the provider completes (flushes) a Send
+    /// after `ib_drain_qp` returned, as soft-iWARP does when the
+    /// connection's socket closes, and before the QP is destroyed. The
+    /// completion must find its ctxt live and unreclaimed, and teardown
+    /// must release it once, as an ordinary completed ctxt. (Before the fix
+    /// teardown reclaimed the ctxt first: the late completion then queued a
+    /// ctxt already on the free list, or freed.)
+    #[test]
+    fn completion_racing_teardown_is_not_reclaimed() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let mut none = [];
+        let c = f.ctxt(&mut none).ok_or(ENOMEM)?;
+        let p = c.as_ptr();
+        assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
+        let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
+        let mut state_when_quiesced = None;
+        // SAFETY: teardown of our stand-in on this thread. The "quiesce"
+        // completes the one posted ctxt, as the provider's late flush, and
+        // only then makes the proof: nothing completes after it.
+        let reclaimed = unsafe {
+            crate::ctxt::release_unreturned(f.rdma(), |r| {
+                // `p` is live and posted, not reclaimed yet (recorded).
+                state_when_quiesced = Ctxt::state_of_raw(p);
+                complete_flushed(p);
+                Some(crate::abstractions::xprt::SendQueueGone::assume_for_test(r))
+            })
+        };
+        assert_eq!(state_when_quiesced, Some(CtxtState::Posted));
+        assert_eq!(reclaimed, 0);
+        assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before);
+        // The flushed Send closed the connection and gave its SQ entry back.
+        assert!(f.rdma().is_closing());
+        assert_eq!(f.rdma().sq_avail().load(Relaxed), 1);
+        // Released once: alone on the free list, nothing left to release.
+        // SAFETY: the lists of our stand-in and its ctxt; only this thread
+        // uses them now.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+        }
+        // SAFETY: `p` is on our stand-in's free list, live until `f` goes.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Free));
         Ok(())
     }
 
@@ -574,7 +666,7 @@ mod tests {
             assert!((*f.raw()).sc_send_ctxts.first.is_null());
             assert!((*f.raw()).sc_send_release_list.first.is_null());
         }
-        assert_eq!(crate::ctxt::release_at_teardown(f.rdma()), 1);
+        assert_eq!(release_unreturned_quiet(f), 1);
         // SAFETY: the free list of our stand-in and the ctxt now on it;
         // only this thread uses them.
         unsafe {
@@ -594,7 +686,7 @@ mod tests {
         let mut writes = [sys::ib_send_wr::default(), sys::ib_send_wr::default()];
         let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
         let p = c.as_ptr();
-        assert!(sq::post_chain(f.rdma(), c, post_one_then_fail).is_ok());
+        assert!(sq::post_chain(f.rdma(), c, POST_ONE_THEN_FAIL).is_ok());
         // Second Write and Send were not posted: 2 of 3 entries back.
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
         assert!(f.rdma().is_closing());
@@ -614,7 +706,7 @@ mod tests {
         let p = c.as_ptr();
         let mut none = [];
         let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
-        assert!(sq::post_chain(f.rdma(), c, post_ok).is_ok());
+        assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
         released_only_at_teardown(&f, p);
         assert_eq!(
@@ -624,8 +716,10 @@ mod tests {
         // The counter is the module's: give back what the stand-in added.
         crate::stats::add(&crate::stats::CTXTS_RECLAIMED, -1);
         // Found again by a second look, as `Owned`: reported, not taken.
+        // SAFETY: nothing of our stand-in completes from here on.
+        let gone = unsafe { crate::abstractions::xprt::SendQueueGone::assume_for_test(f.rdma()) };
         assert_eq!(
-            crate::ctxt::reclaim_unreturned(f.rdma()),
+            crate::ctxt::reclaim_unreturned(&gone),
             crate::ctxt::Unreturned {
                 posted: 0,
                 parked: 0,
@@ -633,6 +727,38 @@ mod tests {
             }
         );
         let _ = owned.into_raw(); // `f` frees it
+        Ok(())
+    }
+
+    /// A chain dropped before its end (S22 of the abstractions review):
+    /// the ctxts it still holds are dropped as ctxts, i.e. put back, not
+    /// lost unlisted.
+    #[test]
+    fn dropped_chain_puts_what_it_holds() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let (mut none0, mut none1) = ([], []);
+        let first = f.ctxt(&mut none0).ok_or(ENOMEM)?;
+        let second = f.ctxt(&mut none1).ok_or(ENOMEM)?;
+        let (p0, p1) = (first.as_ptr(), second.as_ptr());
+        let mut chain = crate::abstractions::send_ctxt::CtxtChain::new();
+        chain.push(first);
+        chain.push(second);
+        drop(chain);
+        // SAFETY: `p0` and `p1` are ctxts of our stand-in, live until `f`
+        // goes.
+        unsafe {
+            assert_eq!(Ctxt::state_of_raw(p0), Some(CtxtState::Queued));
+            assert_eq!(Ctxt::state_of_raw(p1), Some(CtxtState::Queued));
+        }
+        // SAFETY: the release list of our stand-in; only this thread uses
+        // it.
+        unsafe {
+            let first = (*f.raw()).sc_send_release_list.first;
+            assert!(!first.is_null());
+            let second = (*first).next;
+            assert!(!second.is_null());
+            assert!((*second).next.is_null());
+        }
         Ok(())
     }
 }

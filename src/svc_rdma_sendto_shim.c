@@ -124,6 +124,35 @@ notrace void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
 	svc_xprt_enqueue(&rdma->sc_xprt);
 }
 
+/*
+ * Transport teardown when ib_drain_qp() left work requests of the Send
+ * path uncompleted (ctxt.rs, release_unreturned): destroys the QP now, so
+ * that nothing posted on it can complete any more, then lets the Send
+ * CQ's polling work handle what it was already given and makes sure it
+ * cannot run again (ib_free_cq() drops whatever the CQ still holds).
+ * svc_rdma_free() then finds sc_qp NULL and skips its own
+ * ib_destroy_qp(). False, with the QP destroyed, for a CQ not polled
+ * from a workqueue, which svc_rdma_accept() never creates.
+ */
+bool rs_destroy_qp_and_quiesce_send_cq(struct svcxprt_rdma *rdma)
+{
+	struct ib_cq *cq = rdma->sc_sq_cq;
+
+	if (rdma->sc_qp && !IS_ERR(rdma->sc_qp)) {
+		ib_destroy_qp(rdma->sc_qp);
+		rdma->sc_qp = NULL;
+	}
+	if (!cq || IS_ERR(cq))
+		return true;
+	if (WARN_ON_ONCE(cq->poll_ctx != IB_POLL_WORKQUEUE &&
+			 cq->poll_ctx != IB_POLL_UNBOUND_WORKQUEUE))
+		return false;
+	/* A poll may requeue itself: flush what is queued, then cancel. */
+	flush_work(&cq->work);
+	cancel_work_sync(&cq->work);
+	return true;
+}
+
 notrace void rs_sq_starve_inc(void)
 {
 	percpu_counter_inc(&svcrdma_stat_sq_starve);

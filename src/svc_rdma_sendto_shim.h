@@ -58,6 +58,7 @@ s64 rs_stat_read(int which);
 unsigned long rs_svc_serv_maxpages(const struct svcxprt_rdma *rdma);
 void rs_send_cid_init(struct svcxprt_rdma *rdma, struct rpc_rdma_cid *cid);
 void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
+bool rs_destroy_qp_and_quiesce_send_cq(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);
 

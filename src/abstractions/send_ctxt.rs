@@ -15,8 +15,9 @@
 
 use super::device::{DmaMapping, IbDevice};
 use super::recv_ctxt::{Pcl, RecvCtxt};
+use super::rqst::Rqst;
 use super::xdr_buf::XdrBuf;
-use super::xprt::Rdma;
+use super::xprt::{Rdma, SendQueueGone};
 use crate::sys;
 use core::alloc::Layout;
 use core::marker::PhantomData;
@@ -204,15 +205,16 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 ///   `sc_max_send_sges` SGEs of its transport.
 /// - `sc_rdma` is its transport, which outlives it (`svc_rdma_free`
 ///   destroys the ctxts first).
-/// - The holder has exclusive access: the ctxt is on no list, and no CPU
-///   code but the holder's touches it. (After a partial post, Writes of
-///   its chain may still be read by the device; see `sq.rs`.)
+/// - The holder has exclusive access: the ctxt is on no list, no CPU
+///   code but the holder's touches it, and no WR of its chain is posted
+///   (a posted ctxt is a [`SentCtxt`] for its completion, or, partly
+///   posted, a [`PartlyPosted`]).
 /// - It has at least one SGE. SGEs `1..num_sge` hold payload mappings not
 ///   yet undone; SGE 0 holds the header buffer's mapping, made at
 ///   allocation.
 /// - `sc_xprt_buf` points to its own header buffer, of its ledger's
-///   `xprt_buf_len` bytes, which C code never reassigns (a stand-in's is
-///   empty).
+///   `xprt_buf_len` bytes, initialised (zeroed at allocation), which C
+///   code never reassigns (a stand-in's is empty).
 pub(crate) struct Ctxt(NonNull<sys::svc_rdma_send_ctxt>);
 
 // SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
@@ -231,7 +233,7 @@ impl Ctxt {
     }
 
     /// Gives up ownership, for a caller that hands the ctxt to C, or
-    /// leaves it to its ledger alone (a parked ctxt, `ctxt::orphan_add`).
+    /// leaves it to its ledger alone (a parked ctxt, [`PartlyPosted`]).
     pub(crate) fn into_raw(self) -> *mut sys::svc_rdma_send_ctxt {
         ManuallyDrop::new(self).0.as_ptr()
     }
@@ -280,7 +282,9 @@ impl Ctxt {
         // had, so that a failure frees what the ctxt records.
         let mapping = unsafe {
             (*c).sc_pages = kmalloc(l.1, true, node).map_or(null_mut(), |p| p.cast().as_ptr());
-            let buffer = kmalloc(l.2, false, node);
+            // Zeroed: `header_buf` hands it out as initialised bytes (it
+            // is allocated once per ctxt, so this costs nothing per reply).
+            let buffer = kmalloc(l.2, true, node);
             (*c).sc_xprt_buf = buffer.map_or(null_mut(), |b| b.cast().as_ptr());
             // `buffer` is `buf_len` bytes of lowmem (kmalloc), freed
             // only after the mapping is undone (by `free`, or below).
@@ -332,8 +336,10 @@ impl Ctxt {
         unsafe { core::slice::from_raw_parts(addr_of!((*self.as_ptr()).sc_sges).cast(), n) }
     }
 
-    /// The SGE list, to fill in.
-    pub(crate) fn sges_mut(&mut self) -> &mut [sys::ib_sge] {
+    /// The SGE list, to fill in. Private: SGE 0 and `1..num_sge` carry
+    /// mappings that release undoes (type invariant); only `alloc` and
+    /// [`Self::add_payload_sge`] write them.
+    fn sges_mut(&mut self) -> &mut [sys::ib_sge] {
         let n = self.rdma().max_send_sges();
         // SAFETY: `n` SGEs follow the struct (type invariant), exclusively
         // ours.
@@ -360,12 +366,25 @@ impl Ctxt {
             );
             sys::svc_rdma_cc_init(rdma, addr_of_mut!((*p).sc_reply_info.wi_cc));
         }
+        self.set_num_sge(0);
+        self.set_page_count(0);
         let c = self.raw_mut();
-        c.sc_send_wr.num_sge = 0;
         c.sc_cur_sge_no = 0;
-        c.sc_page_count = 0;
         c.sc_sqecount = 1;
         c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
+    }
+
+    /// The layouts of the ctxt's allocations (as [`layouts`] gave them at
+    /// allocation), from what the ctxt recorded: its transport's SGE
+    /// count, `sc_maxpages`, its ledger's `xprt_buf_len`. Not [`layouts`]:
+    /// at teardown the transport's server may be gone (`svc_xprt` holds no
+    /// reference on it), and C's teardown never reads it either.
+    fn own_layouts(&self) -> Option<(Layout, Layout, Layout)> {
+        Some((
+            ctxt_layout(self.rdma().max_send_sges())?,
+            Layout::array::<*mut sys::page>(self.raw().sc_maxpages).ok()?,
+            Layout::from_size_align(self.header_buf_size(), align_of::<u64>()).ok()?,
+        ))
     }
 
     /// Length of the transport header buffer (`sc_max_req_size` when the
@@ -430,15 +449,48 @@ impl Ctxt {
     }
 
     /// Starts the SGE list with the header alone, `hdr_len` bytes (with a
-    /// pulled-up reply, the reply behind it too).
+    /// pulled-up reply, the reply behind it too). Payload SGEs mapped
+    /// before (no caller maps any first) are unmapped, not forgotten.
     pub(crate) fn set_header_sge(&mut self, hdr_len: u32) {
+        if self.raw().sc_send_wr.num_sge > 1 {
+            self.unmap_payload_sges();
+        }
         let p = self.as_ptr();
         // SAFETY: exclusively ours, and it has at least one SGE (type
         // invariant).
-        unsafe {
-            (*p).sc_send_wr.num_sge = 1;
-            (*addr_of_mut!((*p).sc_sges).cast::<sys::ib_sge>()).length = hdr_len;
-        }
+        unsafe { (*addr_of_mut!((*p).sc_sges).cast::<sys::ib_sge>()).length = hdr_len };
+        self.set_num_sge(1);
+    }
+
+    /// Undoes the payload mappings (SGEs `1..num_sge`), keeping the
+    /// header's. Cold: only a caller that starts the SGE list over after
+    /// mapping payload would need it.
+    #[cold]
+    #[inline(never)]
+    fn unmap_payload_sges(&mut self) {
+        // `num_sge` counts only SGEs that were mapped; never past the array.
+        let mapped = self.num_sge().min(self.rdma().max_send_sges());
+        let payload = self.sges().get(1..mapped).unwrap_or_default();
+        // SAFETY: SGEs `1..num_sge` hold live payload mappings (type
+        // invariant), which no posted WR uses: a held ctxt is not posted.
+        unsafe { self.rdma().device().unmap_pages(payload) };
+        // INVARIANT: only SGE 0, the header's, is mapped now.
+        self.set_num_sge(1);
+    }
+
+    /// Writes `num_sge` (`WRITE_ONCE`): the [`census`] reads it unlocked,
+    /// from another CPU, while the ctxt's holder changes it.
+    fn set_num_sge(&mut self, n: i32) {
+        let c = self.as_ptr();
+        // SAFETY: a field of our ctxt, written as `WRITE_ONCE`.
+        unsafe { core::ptr::write_volatile(addr_of_mut!((*c).sc_send_wr.num_sge), n) };
+    }
+
+    /// Writes `sc_page_count` (`WRITE_ONCE`), for the same reason.
+    fn set_page_count(&mut self, n: c_int) {
+        let c = self.as_ptr();
+        // SAFETY: a field of our ctxt, written as `WRITE_ONCE`.
+        unsafe { core::ptr::write_volatile(addr_of_mut!((*c).sc_page_count), n) };
     }
 
     /// Test builds (`RPCRDMA_RS_DMA_MUTATION=leak_on_error`) only: drops
@@ -446,9 +498,9 @@ impl Ctxt {
     /// undone: the leak the DMA-mapped test mode must catch.
     #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
     pub(crate) fn forget_last_payload_sge(&mut self) {
-        let c = self.raw_mut();
-        if c.sc_send_wr.num_sge > 1 {
-            c.sc_send_wr.num_sge -= 1;
+        let n = self.raw().sc_send_wr.num_sge;
+        if n > 1 {
+            self.set_num_sge(n - 1);
         }
     }
 
@@ -472,10 +524,10 @@ impl Ctxt {
             return Err(mapping);
         };
         mapping.into_sge(sge);
-        let c = self.raw_mut();
         // Never wraps: at most one per SGE of the array (`num_sge` counts
         // only SGEs stored here).
-        c.sc_send_wr.num_sge = c.sc_send_wr.num_sge.wrapping_add(1);
+        let n = self.raw().sc_send_wr.num_sge.wrapping_add(1);
+        self.set_num_sge(n);
         Ok(())
     }
 
@@ -510,33 +562,31 @@ impl Ctxt {
         &self.raw().sc_cid
     }
 
-    /// A copy of the completion ID, for use after the ctxt is given away.
-    pub(crate) fn cid_copy(&self) -> sys::rpc_rdma_cid {
-        let c = self.cid();
-        sys::rpc_rdma_cid {
-            ci_queue_id: c.ci_queue_id,
-            ci_completion_id: c.ci_completion_id,
-        }
-    }
-
     /// Reply pages held (`sc_page_count`).
     pub(crate) fn page_count(&self) -> usize {
         usize::try_from(self.raw().sc_page_count).unwrap_or(0)
     }
 
-    /// The page slots (`sc_maxpages` of them) and the count to set once
-    /// they are filled.
-    pub(crate) fn page_slots(&mut self) -> (&mut [*mut sys::page], &mut c_int) {
+    /// Moves the reply pages of `rqst` into the ctxt's page slots
+    /// (`sc_maxpages` of them), to be released with the ctxt, and counts
+    /// them. `None`, with nothing moved, if they do not fit or the ctxt
+    /// holds pages already (a second move would take the NULL slots the
+    /// first one left). The slots and their count are never handed out:
+    /// the first `sc_page_count` slots must hold page references, which
+    /// the release puts.
+    pub(crate) fn take_reply_pages(&mut self, rqst: &Rqst) -> Option<()> {
+        if self.page_count() != 0 {
+            return None;
+        }
         let c = self.as_ptr();
         // SAFETY: `sc_pages` holds `sc_maxpages` slots allocated with the
-        // ctxt (type invariant); the slots and the count are disjoint and
-        // exclusively ours.
-        unsafe {
-            (
-                core::slice::from_raw_parts_mut((*c).sc_pages, (*c).sc_maxpages),
-                &mut *addr_of_mut!((*c).sc_page_count),
-            )
-        }
+        // ctxt (type invariant), exclusively ours.
+        let slots = unsafe { core::slice::from_raw_parts_mut((*c).sc_pages, (*c).sc_maxpages) };
+        let moved = rqst.take_reply_pages(slots)?;
+        // At most `sc_maxpages`, a C int's worth; checked all the same.
+        // INVARIANT: the first `moved` slots hold the references moved in.
+        self.set_page_count(c_int::try_from(moved).ok()?);
+        Some(())
     }
 
     /// `svc_rdma_prepare_write_list`: builds the RDMA Write WRs that carry
@@ -670,7 +720,7 @@ impl Ctxt {
     /// since the completion may run before `post` returns). `post` first
     /// makes the header SGE's CPU writes visible to the device (C's
     /// `ib_dma_sync_single_for_device` in `svc_rdma_post_send`).
-    pub(crate) fn post<H: SendCompletion>(self, post: PostFn) -> Result<(), PostFailure> {
+    pub(crate) fn post<H: SendCompletion>(self, post: Poster) -> Result<(), PostFailure> {
         let rdma = self.rdma();
         let qp = rdma.qp();
         let hdr: *const sys::ib_sge = self.header_sge();
@@ -683,10 +733,11 @@ impl Ctxt {
         self.set_state(CtxtState::Posted);
         let ctxt = ManuallyDrop::new(self);
         let mut bad_wr: *const sys::ib_send_wr = first_wr;
-        // SAFETY: a complete chain of our ctxt on its transport's QP, and
-        // its header SGE, mapped on that QP's device since allocation; from
+        // SAFETY: `post` behaves as `ib_post_send` (`Poster` invariant),
+        // given a complete chain of our ctxt on its transport's QP and its
+        // header SGE, mapped on that QP's device since allocation; from
         // here the device and the completion may use the ctxt.
-        let ret = unsafe { post(qp, hdr, first_wr, &mut bad_wr) };
+        let ret = unsafe { (post.0)(qp, hdr, first_wr, &mut bad_wr) };
         if ret == 0 {
             return Ok(());
         }
@@ -696,11 +747,7 @@ impl Ctxt {
         let ctxt = ManuallyDrop::into_inner(ctxt);
         ctxt.set_state(CtxtState::Owned);
         if bad_wr == first_wr {
-            return Err(PostFailure {
-                ret,
-                ctxt,
-                unposted: None,
-            });
+            return Err(PostFailure::NotPosted { ret, ctxt });
         }
         // Count the unposted tail. A driver that reports no bad WR is taken
         // the safe way: something may be in flight.
@@ -711,10 +758,10 @@ impl Ctxt {
             // SAFETY: `wr` is a WR of our chain, which is null-terminated.
             wr = unsafe { (*wr).next };
         }
-        Err(PostFailure {
+        Err(PostFailure::Partial {
             ret,
-            ctxt,
-            unposted: Some(unposted),
+            ctxt: PartlyPosted(ManuallyDrop::new(ctxt)),
+            unposted,
         })
     }
 }
@@ -748,7 +795,8 @@ pub(crate) fn report_refused_put(was: CtxtState) {
 /// # Invariants
 ///
 /// No WR of the ctxt's chain is posted and not completed: its completion
-/// ran, it was never posted, or its QP was drained.
+/// ran, it was never posted, or its QP is destroyed and its Send CQ's
+/// poller stopped ([`SendQueueGone`]).
 pub(crate) struct IdleCtxt(Ctxt);
 
 impl IdleCtxt {
@@ -821,13 +869,9 @@ impl IdleCtxt {
             // argument is C's transparent union, passed as its pointer.
             unsafe { sys::release_pages(pages, ctxt.raw().sc_page_count) };
         }
-        let c = ctxt.raw_mut();
-        // Volatile, as `WRITE_ONCE`: the census reads them unlocked.
-        // SAFETY: fields of our ctxt.
-        unsafe {
-            core::ptr::write_volatile(addr_of_mut!(c.sc_send_wr.num_sge), 0);
-            core::ptr::write_volatile(addr_of_mut!(c.sc_page_count), 0);
-        }
+        // INVARIANT: no payload mapping and no page is held any more.
+        ctxt.set_num_sge(0);
+        ctxt.set_page_count(0);
     }
 
     /// Queues the ctxt on its transport's release list, as a put does but
@@ -843,7 +887,7 @@ impl IdleCtxt {
     /// free only released ctxts (those of the free list).
     pub(crate) fn free(self) {
         let ctxt = ManuallyDrop::new(self.0);
-        let Some(l) = layouts(ctxt.rdma()) else {
+        let Some(l) = ctxt.own_layouts() else {
             return;
         };
         let sge0 = ctxt.header_sge().addr;
@@ -855,9 +899,9 @@ impl IdleCtxt {
                 .unmap_page(sge0, u32::try_from(l.2.size()).unwrap_or(0))
         };
         let c = ctxt.as_ptr();
-        // SAFETY: the ctxt was allocated by `alloc` with these layouts (the
-        // transport's sizes are constant) and listed; it is ours, unmapped
-        // now, and its memory is not used again.
+        // SAFETY: the ctxt was allocated by `alloc` with these layouts
+        // (what it recorded then) and listed; it is ours, unmapped now, and
+        // its memory is not used again.
         unsafe {
             ledger_unlist(c);
             free_memory(c, &l);
@@ -898,21 +942,28 @@ impl Rdma {
     /// Takes every ctxt queued for release: their Sends completed, or were
     /// never posted.
     pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: nothing pops the release list: it is only added to and
+        // emptied whole.
+        let queued = unsafe { self.released_ctxts().take_all() };
         // SAFETY: a ctxt is queued only by a put, which the Send completion
         // makes once its chain is done, or an owner makes before posting or
         // after a post that posted nothing: none of them is in flight.
-        self.released_ctxts()
-            .take_all()
-            .map(|c| unsafe { IdleCtxt::assume(c) })
+        queued.map(|c| unsafe { IdleCtxt::assume(c) })
     }
 
     /// Takes every ctxt of the free list: released, idle.
-    pub(crate) fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+    ///
+    /// # Safety
+    ///
+    /// Nothing pops the free list meanwhile (transport teardown):
+    /// `llist_del_all` racing the locked `llist_del_first` of
+    /// [`Self::pop_free_ctxt`] is the ABA case `llist.h` forbids.
+    pub(crate) unsafe fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: nothing pops the free list meanwhile (`# Safety`).
+        let free = unsafe { self.free_ctxts().take_all() };
         // SAFETY: only released ctxts, none of whose WRs is in flight, are
         // put on the free list.
-        self.free_ctxts()
-            .take_all()
-            .map(|c| unsafe { IdleCtxt::assume(c) })
+        free.map(|c| unsafe { IdleCtxt::assume(c) })
     }
 
     /// `sc_send_lock`: makes [`CtxtList::pop`] on the free list single
@@ -924,8 +975,9 @@ impl Rdma {
 
     /// Takes an idle ctxt from the free list.
     pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt> {
-        // SAFETY: every consumer of the free list but teardown (which runs
-        // alone) pops through here, under `sc_send_lock`.
+        // SAFETY: every consumer of the free list pops through here, under
+        // `sc_send_lock`, but teardown's `take_free_ctxts`, which runs when
+        // no request pops any more (its `# Safety`).
         unsafe { self.free_ctxts().pop(self.send_lock()) }
     }
 }
@@ -977,6 +1029,41 @@ unsafe extern "C" fn send_done<H: SendCompletion>(_cq: *mut sys::ib_cq, wc: *mut
     H::complete(wc, ctxt);
 }
 
+/// How [`Ctxt::post`] posts a WR chain: the shim's `rs_ib_post_send`
+/// (`ib_post_send`, the header SGE synced for the device first), the
+/// fault-injection build's wrapper of it, or a KUnit stand-in. A fixed
+/// set, so that posting stays a safe operation.
+///
+/// # Invariants
+///
+/// The function behaves as `ib_post_send` on the QP and chain it is
+/// given: it posts a prefix of the chain, reports the first WR not posted
+/// in `*bad_wr` when it fails, and touches nothing else of the ctxt.
+#[derive(Clone, Copy)]
+pub(crate) struct Poster(PostFn);
+
+impl Poster {
+    /// `rs_ib_post_send`.
+    #[cfg_attr(rpcrdma_fault_injection, allow(dead_code))]
+    pub(crate) const VERBS: Self = Self(sys::rs_ib_post_send);
+
+    /// `rs_ib_post_send_faulty`: `rs_ib_post_send`, or a failure at the
+    /// first WR or at the Send after the Writes, as the fault parameters
+    /// say.
+    #[cfg(rpcrdma_fault_injection)]
+    pub(crate) const FAULTY: Self = Self(sys::rs_ib_post_send_faulty);
+
+    /// A stand-in poster.
+    ///
+    /// # Safety
+    ///
+    /// `post` behaves as the type invariant says.
+    #[cfg(rpcrdma_kunit)]
+    pub(crate) const unsafe fn new(post: PostFn) -> Self {
+        Self(post)
+    }
+}
+
 /// The signature of `ib_post_send` with the header SGE to sync for the
 /// device first (the shim's `rs_ib_post_send`).
 pub(crate) type PostFn = unsafe extern "C" fn(
@@ -986,15 +1073,54 @@ pub(crate) type PostFn = unsafe extern "C" fn(
     *mut *const sys::ib_send_wr,
 ) -> i32;
 
-/// A failed [`Ctxt::post`]: the ctxt is handed back.
-pub(crate) struct PostFailure {
-    /// What `post` returned.
-    pub(crate) ret: i32,
-    /// The ctxt, whose Send will never complete.
-    pub(crate) ctxt: Ctxt,
-    /// `None` when nothing was posted; else how many WRs were not (some
-    /// Writes were, and may still read the ctxt's mappings).
-    pub(crate) unposted: Option<i32>,
+/// A failed [`Ctxt::post`].
+pub(crate) enum PostFailure {
+    /// Nothing was posted: the ctxt is handed back, owned.
+    NotPosted {
+        /// What the poster returned.
+        ret: i32,
+        /// The ctxt, whose Send will never complete.
+        ctxt: Ctxt,
+    },
+    /// Some chunk Writes were posted, the Send was not.
+    Partial {
+        /// What the poster returned.
+        ret: i32,
+        /// The ctxt, which posted Writes may still read.
+        ctxt: PartlyPosted,
+        /// How many WRs of the chain were not posted (a driver that
+        /// reports no bad WR is taken the safe way: something may be in
+        /// flight).
+        unposted: i32,
+    },
+}
+
+/// A ctxt whose WR chain was only partly posted: some chunk Writes were,
+/// its Send (last in the chain) was not. No completion will put it, yet
+/// the posted Writes may read its mappings until the QP is drained: it
+/// cannot be put or released, only parked ([`Self::park`], which dropping
+/// it does too) until transport teardown reclaims it
+/// (`ctxt::release_unreturned`).
+pub(crate) struct PartlyPosted(ManuallyDrop<Ctxt>);
+
+impl PartlyPosted {
+    /// The ctxt, to read.
+    pub(crate) fn ctxt(&self) -> &Ctxt {
+        &self.0
+    }
+
+    /// Parks the ctxt: marked [`CtxtState::Orphan`] and held by nothing
+    /// but its ledger, which lists every ctxt, where teardown finds it.
+    pub(crate) fn park(self) {
+        drop(self);
+    }
+}
+
+impl Drop for PartlyPosted {
+    fn drop(&mut self) {
+        self.0.set_state(CtxtState::Orphan);
+        // The ctxt is left to its ledger: never put, never dropped.
+    }
 }
 
 /// A polled work completion of a Send CQ.
@@ -1085,12 +1211,21 @@ impl CtxtList {
     /// `llist_del_all`: takes every ctxt on the list. An empty list (as
     /// most drains find it) is seen with `llist_empty`'s one load, without
     /// the exchange.
-    pub(crate) fn take_all(&self) -> CtxtChain {
+    ///
+    /// # Safety
+    ///
+    /// No [`Self::pop`] of this list runs meanwhile: `llist.h` allows
+    /// `llist_del_all` beside adds and other `llist_del_all`s, but not
+    /// beside an unlocked-against-it `llist_del_first` (ABA).
+    pub(crate) unsafe fn take_all(&self) -> CtxtChain {
         if self.is_empty() {
             return CtxtChain::new();
         }
         // SAFETY: an initialised list; what it returns is ours.
-        CtxtChain(unsafe { sys::rs_llist_del_all(self.0.get()) })
+        let first = unsafe { sys::rs_llist_del_all(self.0.get()) };
+        // INVARIANT: the detached nodes are ctxts' `sc_node`s (type
+        // invariant), now reachable only through the chain.
+        CtxtChain(first)
     }
 
     /// `llist_del_first` under `lock`, which every consumer of this list
@@ -1098,21 +1233,29 @@ impl CtxtList {
     ///
     /// # Safety
     ///
-    /// Every caller of `pop` on this list passes the same lock.
+    /// Every caller of `pop` on this list passes the same lock, and no
+    /// [`Self::take_all`] of this list runs meanwhile.
     pub(crate) unsafe fn pop(&self, lock: &SpinLock<()>) -> Option<Ctxt> {
         let node = {
             let _guard = lock.lock();
-            // SAFETY: consumers are serialised by `lock` (`# Safety`).
+            // SAFETY: consumers are serialised by `lock`, and no
+            // `llist_del_all` races them (`# Safety`).
             unsafe { sys::llist_del_first(self.0.get()) }
         };
-        NonNull::new(node).map(|n| Ctxt(ctxt_of(n)))
+        // SAFETY: a node of this list, which links only ctxts' `sc_node`s
+        // (`from_raw`'s contract).
+        NonNull::new(node).map(|n| Ctxt(unsafe { ctxt_of(n) }))
     }
 }
 
 /// The ctxt whose `sc_node` is `node`.
-fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc_rdma_send_ctxt> {
-    // SAFETY: every node on a ctxt list is the `sc_node` of a ctxt, so the
-    // container is non-null.
+///
+/// # Safety
+///
+/// `node` is the `sc_node` of a live send ctxt.
+unsafe fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc_rdma_send_ctxt> {
+    // SAFETY: `node` is inside a ctxt (`# Safety`), so the container is in
+    // bounds and non-null.
     unsafe {
         NonNull::new_unchecked(kernel::container_of!(
             node.as_ptr(),
@@ -1149,6 +1292,17 @@ impl CtxtChain {
     }
 }
 
+impl Drop for CtxtChain {
+    /// Drops what the chain still holds, as each [`Ctxt`] drops (a put,
+    /// or a refusal that is reported), so that no ctxt is lost unlisted
+    /// with an abandoned chain. Every user iterates its chain to the end.
+    fn drop(&mut self) {
+        for ctxt in self.by_ref() {
+            drop(ctxt);
+        }
+    }
+}
+
 impl Iterator for CtxtChain {
     type Item = Ctxt;
 
@@ -1157,7 +1311,9 @@ impl Iterator for CtxtChain {
         // SAFETY: a node of our chain (type invariant); its link is read
         // before the ctxt is handed out (its new owner may relink it).
         self.0 = unsafe { (*node.as_ptr()).next };
-        Some(Ctxt(ctxt_of(node)))
+        // SAFETY: a node of our chain is a ctxt's `sc_node` (type
+        // invariant).
+        Some(Ctxt(unsafe { ctxt_of(node) }))
     }
 }
 
@@ -1224,27 +1380,119 @@ unsafe fn listed_ctxts() -> impl Iterator<Item = (*mut sys::svc_rdma_send_ctxt, 
     })
 }
 
-/// Calls `f` with each listed ctxt of `rdma` and its state, under the
-/// lock of the list of all ctxts; `f` returns whether it takes the ctxt,
-/// which is then added to the returned chain. `f` must take only ctxts
-/// that nobody else owns (see `ctxt::reclaim_unreturned`).
-pub(crate) fn take_ctxts_of(rdma: &Rdma, mut f: impl FnMut(CtxtState) -> bool) -> CtxtChain {
+/// Takes the ctxts of the transport whose QP `gone` proves destroyed that
+/// are marked posted (their completion can no longer come) or parked
+/// after a partial post: nothing of them is in flight, and nobody else
+/// holds them. `seen` is told the state of every ctxt of the transport
+/// not on its free list, taken or not (for the teardown's report).
+pub(crate) fn take_unreturned(
+    gone: &SendQueueGone<'_>,
+    mut seen: impl FnMut(CtxtState),
+) -> impl Iterator<Item = IdleCtxt> {
+    let rdma = gone.rdma().as_ptr();
     let mut taken = CtxtChain::new();
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock and unlist nothing. `sc_rdma` is set before
-    // a ctxt is listed and never changes. A ctxt that `f` takes is one
-    // nobody owns (its contract), so it may become ours.
+    // a ctxt is listed and never changes. A posted ctxt belongs to its
+    // completion, which `gone` proves can no longer run, and a parked one
+    // to its ledger alone: either may become ours.
     unsafe {
         for (c, state) in listed_ctxts() {
             let Some(state) = CtxtState::from_repr(state) else {
                 continue;
             };
-            if (*c).sc_rdma == rdma.as_ptr() && f(state) {
+            if (*c).sc_rdma != rdma || state == CtxtState::Free {
+                continue;
+            }
+            seen(state);
+            if may_be_unreturned(state as i32) {
                 taken.push(Ctxt(NonNull::new_unchecked(c)));
             }
         }
     }
-    taken
+    // INVARIANT: nothing of a taken ctxt can be in flight (`gone`).
+    taken.map(IdleCtxt)
+}
+
+/// Whether a ctxt in `state` may still have work requests on its QP that
+/// never completed: posted and not completed, or parked after a partial
+/// post (whose posted Writes are not covered by a Send completion).
+fn may_be_unreturned(state: i32) -> bool {
+    state == CtxtState::Posted as i32 || state == CtxtState::Orphan as i32
+}
+
+/// At transport teardown, after `ib_drain_qp`: counts the ctxts of `rdma`
+/// that are posted and were never completed, or parked after a partial
+/// post, and releases their chunks' R/W contexts. Those hold
+/// `rdma_rw_ctx`s (MRs of the QP's pool, mappings made on its device),
+/// which only a live QP can undo, and teardown is about to destroy it
+/// ([`Rdma::destroy_qp_and_quiesce_send_cq`]) before it takes the ctxts.
+/// The Write chunk infos themselves stay until the ctxt is released: a
+/// late Write completion reads their `cc_cqe` and `cc_cid`.
+///
+/// # Safety
+///
+/// Transport teardown, after `ib_drain_qp` and before the QP is destroyed:
+/// nothing posts on the QP any more, and the only code that may still run
+/// on those ctxts are their completions (`WcSend`, `svc_rdma_write_done`,
+/// `svc_rdma_reply_done`), none of which touches the R/W context lists.
+pub(crate) unsafe fn release_unreturned_chunk_io(rdma: &Rdma) -> u32 {
+    let mut found = 0u32;
+    let r = rdma.as_ptr();
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: we hold the lock and unlist nothing. The ctxts of `rdma` in
+    // these states belong to no thread, and their completions leave the
+    // lists released here alone (`# Safety`), so the lists are ours; each
+    // write info on `sc_write_info_list` is live until the ctxt's release.
+    // `svc_rdma_cc_release` runs in atomic context (unmaps, returns MRs
+    // under the QP's irq-safe lock, lists the R/W contexts for reuse).
+    unsafe {
+        for (c, state) in listed_ctxts() {
+            if (*c).sc_rdma != r || !may_be_unreturned(state) {
+                continue;
+            }
+            found = found.saturating_add(1);
+            let head = addr_of_mut!((*c).sc_write_info_list);
+            let mut link = (*head).next;
+            while link != head {
+                let info = kernel::container_of!(link, sys::svc_rdma_write_info, wi_list);
+                sys::svc_rdma_cc_release(
+                    r,
+                    addr_of_mut!((*info).wi_cc),
+                    sys::dma_data_direction::DMA_TO_DEVICE,
+                );
+                link = (*link).next;
+            }
+            if (*c).sc_reply_info.wi_cc.cc_sqecount != 0 {
+                sys::svc_rdma_cc_release(
+                    r,
+                    addr_of_mut!((*c).sc_reply_info.wi_cc),
+                    sys::dma_data_direction::DMA_TO_DEVICE,
+                );
+            }
+        }
+    }
+    found
+}
+
+/// At transport teardown, when its Send CQ could not be shown quiescent:
+/// takes the ctxts of `rdma` that may still be completed off the list of
+/// all ctxts and leaves their memory to a completion that may never come,
+/// as C leaves them (it never looks). Returns how many.
+pub(crate) fn abandon_unreturned(rdma: &Rdma) -> u32 {
+    let mut n = 0u32;
+    let _guard = all_ctxts_lock().lock();
+    // SAFETY: we hold the lock, and unlist only a ctxt already yielded.
+    // Only its ledger link is written, which no completion touches.
+    unsafe {
+        for (c, state) in listed_ctxts() {
+            if (*c).sc_rdma == rdma.as_ptr() && may_be_unreturned(state) {
+                sys::rs_list_del((*ledger_ptr(c)).link.get());
+                n = n.saturating_add(1);
+            }
+        }
+    }
+    n
 }
 
 /// What the send ctxts of every transport hold: the leak counters.
@@ -1269,7 +1517,9 @@ pub(crate) fn census() -> Census {
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock and unlist nothing; each listed ctxt is
     // live, and its two counts, which their holder may be changing, are
-    // read with `READ_ONCE`'s volatile loads.
+    // read with `READ_ONCE`'s volatile loads, as every write of them is a
+    // `WRITE_ONCE` (`set_num_sge`, `set_page_count`, `release_io`): no
+    // torn or invented values, only a snapshot.
     unsafe {
         for (c, _) in listed_ctxts() {
             let pages = core::ptr::read_volatile(addr_of!((*c).sc_page_count));
@@ -1300,6 +1550,17 @@ impl SentCtxt {
 
 #[cfg(rpcrdma_kunit)]
 impl Ctxt {
+    /// The state of the ctxt at `p`, for a test that holds no [`Ctxt`]
+    /// of it (`READ_ONCE`).
+    ///
+    /// # Safety
+    ///
+    /// `p` is a live ctxt of [`Ctxt::alloc`] or [`Self::alloc_fake`].
+    pub(crate) unsafe fn state_of_raw(p: *mut sys::svc_rdma_send_ctxt) -> Option<CtxtState> {
+        // SAFETY: the ledger in front of the live ctxt (`# Safety`).
+        CtxtState::from_repr(unsafe { core::ptr::read_volatile((*ledger_ptr(p)).state.get()) })
+    }
+
     /// A KUnit stand-in ctxt of `rdma`: zeroed, listed, with `writes`
     /// chained before its Send WR and no header buffer or pages.
     pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {

@@ -24,7 +24,9 @@ use kernel::types::Opaque;
 ///
 /// The transport is live while borrowed, and was fully set up before it was
 /// published: the fields read without synchronisation here (sizes, limits,
-/// the PD, QP and CM ID) never change afterwards.
+/// the PD, QP and CM ID) never change afterwards, but for the QP, which
+/// [`Rdma::destroy_qp_and_quiesce_send_cq`] destroys and clears during
+/// teardown, when nothing posts on it any more.
 #[repr(transparent)]
 pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
 
@@ -225,6 +227,66 @@ impl Rdma {
         // SAFETY: the QP is drained (`# Safety`), so every R/W context on
         // the transport's list is idle and can be freed.
         unsafe { sys::svc_rdma_destroy_rw_ctxts(self.as_ptr()) }
+    }
+
+    /// Destroys the QP (`ib_destroy_qp`, which `svc_rdma_free` then
+    /// skips) and waits until the Send CQ's polling work has handled what
+    /// it was given and cannot run again. From then on no Send, Write or
+    /// Read of the transport can complete, so memory that only a
+    /// completion could still reach may be freed: the returned proof says
+    /// so. `None` (the QP destroyed all the same) for a CQ that is not
+    /// polled from a workqueue, which `svc_rdma_accept` never creates.
+    ///
+    /// For the transport teardown of a provider that left Sends
+    /// uncompleted after `ib_drain_qp` (see `ctxt::release_unreturned`).
+    ///
+    /// # Safety
+    ///
+    /// Transport teardown (`svc_rdma_free`, after `ib_drain_qp`): nothing
+    /// posts on the QP or uses it any more, and the caller does not run on
+    /// the Send CQ's polling work.
+    pub(crate) unsafe fn destroy_qp_and_quiesce_send_cq(&self) -> Option<SendQueueGone<'_>> {
+        // SAFETY: teardown, nobody else uses the QP, and we are not the
+        // CQ's work, which we wait for (`# Safety`).
+        if unsafe { sys::rs_destroy_qp_and_quiesce_send_cq(self.as_ptr()) } {
+            // INVARIANT: the QP is destroyed and the Send CQ's poller is
+            // idle and cannot be queued again (nothing can complete).
+            Some(SendQueueGone { rdma: self })
+        } else {
+            None
+        }
+    }
+}
+
+/// Proof that a transport's QP is destroyed and its Send CQ's poller will
+/// not run again: no completion can reach any of its send ctxts, so each
+/// of them is idle, whatever its state says. Made by
+/// [`Rdma::destroy_qp_and_quiesce_send_cq`] (and, for KUnit, by
+/// [`SendQueueGone::assume_for_test`]).
+///
+/// # Invariants
+///
+/// No work request posted on `rdma`'s QP can complete any more, and no
+/// completion handler of its Send CQ is running or will run.
+pub(crate) struct SendQueueGone<'a> {
+    rdma: &'a Rdma,
+}
+
+impl<'a> SendQueueGone<'a> {
+    /// The transport.
+    pub(crate) fn rdma(&self) -> &'a Rdma {
+        self.rdma
+    }
+
+    /// For a KUnit stand-in transport, which has no QP: nothing can
+    /// complete but what the test itself completes.
+    ///
+    /// # Safety
+    ///
+    /// The caller completes nothing of `rdma` from here on.
+    #[cfg(rpcrdma_kunit)]
+    pub(crate) unsafe fn assume_for_test(rdma: &'a Rdma) -> Self {
+        Self { rdma }
     }
 }
 
