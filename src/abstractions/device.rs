@@ -104,6 +104,9 @@ impl IbDevice {
         if addr == u64::MAX {
             return Err(addr);
         }
+        // INVARIANT: `addr`/`len` is what the shim's map call on this
+        // device returned for it, not the error cookie: a live mapping,
+        // owned by the returned value alone.
         Ok(DmaMapping {
             device: self,
             addr,

@@ -87,14 +87,25 @@ impl RecvCtxt {
     /// header.
     pub(crate) fn lists_for_reply(&mut self) -> (&Pcl, Option<&mut Chunk>) {
         let p = self.as_ptr();
-        // SAFETY: two disjoint fields of the ctxt we borrow mutably; the
-        // Reply chunk is on its own list, not the Write list.
-        unsafe {
-            let write = Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl));
-            let reply = Pcl::from_raw(addr_of_mut!((*p).rc_reply_pcl));
-            let chunk = reply.chunks_raw().next().map(|c| &mut *c);
-            (write, chunk)
-        }
+        // SAFETY: the Write list, a field of the ctxt we borrow; only
+        // shared from here on.
+        let write = unsafe { Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl)) };
+        // SAFETY: the Reply list's first chunk, if any, reached from the
+        // raw ctxt pointer we borrow mutably (not from a shared `&Chunk`):
+        // it is on its own list, disjoint from the Write list, and ours.
+        let chunk = unsafe {
+            let head = addr_of_mut!((*p).rc_reply_pcl.cl_chunks);
+            let first = (*head).next;
+            if core::ptr::eq(first, head) {
+                None
+            } else {
+                Some(
+                    &mut *kernel::container_of!(first, sys::svc_rdma_chunk, ch_list)
+                        .cast::<Chunk>(),
+                )
+            }
+        };
+        (write, chunk)
     }
 
     /// The Write chunk that the next result payload goes to, advancing
@@ -157,11 +168,6 @@ impl Pcl {
     /// The chunks, in Call order (`pcl_for_each_chunk`).
     pub(crate) fn chunks(&self) -> impl Iterator<Item = &Chunk> + '_ {
         self.list().iter()
-    }
-
-    /// The chunks as mutable C pointers, for the owner of the list.
-    fn chunks_raw(&self) -> impl Iterator<Item = *mut Chunk> + '_ {
-        self.chunks().map(|c| core::ptr::from_ref(c).cast_mut())
     }
 
     /// `pcl_next_chunk`: the chunk after `chunk`, or null after the last.

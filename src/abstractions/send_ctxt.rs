@@ -185,13 +185,15 @@ unsafe fn kfree(ptr: *mut u8, layout: Layout) {
 /// [`layouts`] are `l`, not listed, its header mapping undone or never
 /// made, and not used again.
 unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layout)) {
-    // SAFETY: each buffer is null or was allocated with its layout
-    // (`# Safety`); nothing uses them any more.
-    unsafe {
-        kfree((*c).sc_xprt_buf.cast(), l.2);
-        kfree((*c).sc_pages.cast(), l.1);
-        kfree(ledger_ptr(c).cast(), l.0);
-    }
+    // SAFETY: the ctxt is live until its allocation is freed, last.
+    let (buf, pages) = unsafe { ((*c).sc_xprt_buf, (*c).sc_pages) };
+    // SAFETY: null or allocated with `l.2` (`# Safety`), unused now.
+    unsafe { kfree(buf.cast(), l.2) };
+    // SAFETY: null or allocated with `l.1` (`# Safety`), unused now.
+    unsafe { kfree(pages.cast(), l.1) };
+    // SAFETY: the ctxt's allocation, from its ledger on, made with `l.0`
+    // (`# Safety`); nothing of it is used again.
+    unsafe { kfree(ledger_ptr(c).cast(), l.0) };
 }
 
 /// A send ctxt owned by its holder. Dropping it puts it back
@@ -276,46 +278,55 @@ impl Ctxt {
         let l = layouts(rdma)?;
         let buf_len = u32::try_from(l.2.size()).ok()?;
         let c = ctxt_of_ledger(kmalloc(l.0, true, node)?.cast::<Ledger>().as_ptr());
-        // SAFETY: a zeroed allocation of `l.0` that only this thread knows:
-        // the ledger, the C struct and its SGEs are ours to initialise in
-        // place. The two other buffers are recorded as soon as they are
-        // had, so that a failure frees what the ctxt records.
-        let mapping = unsafe {
-            (*c).sc_pages = kmalloc(l.1, true, node).map_or(null_mut(), |p| p.cast().as_ptr());
-            // Zeroed: `header_buf` hands it out as initialised bytes (it
-            // is allocated once per ctxt, so this costs nothing per reply).
-            let buffer = kmalloc(l.2, true, node);
-            (*c).sc_xprt_buf = buffer.map_or(null_mut(), |b| b.cast().as_ptr());
-            // `buffer` is `buf_len` bytes of lowmem (kmalloc), freed
-            // only after the mapping is undone (by `free`, or below).
-            match buffer {
-                Some(b) if !(*c).sc_pages.is_null() => device.map_virt(b, buf_len).ok(),
-                _ => None,
-            }
+        // SAFETY: `c` is inside a zeroed allocation of `l.0` that only this
+        // thread knows (the ledger, the C struct, its SGEs), and all-zero
+        // is a valid `svc_rdma_send_ctxt` (integers, null pointers, empty
+        // unions): ours to initialise in place.
+        let cr = unsafe { &mut *c };
+        // The two other buffers are recorded as soon as they are had, so
+        // that a failure frees what the ctxt records.
+        cr.sc_pages = kmalloc(l.1, true, node).map_or(null_mut(), |p| p.cast().as_ptr());
+        // Zeroed: `header_buf` hands it out as initialised bytes (it is
+        // allocated once per ctxt, so this costs nothing per reply).
+        let buffer = kmalloc(l.2, true, node);
+        cr.sc_xprt_buf = buffer.map_or(null_mut(), |b| b.cast().as_ptr());
+        let mapping = match buffer {
+            // SAFETY: `buffer` is `buf_len` bytes of lowmem (kmalloc),
+            // freed only after the mapping is undone (by `free`, or below).
+            Some(b) if !cr.sc_pages.is_null() => unsafe { device.map_virt(b, buf_len) }.ok(),
+            _ => None,
         };
         let Some(mapping) = mapping else {
             // SAFETY: allocated above with `l`, not listed, not mapped.
             unsafe { free_memory(c, &l) };
             return None;
         };
-        // SAFETY: as above: our new ctxt, being initialised.
+        // SAFETY: the ledger in front of our new ctxt, zeroed, only ours.
+        unsafe { (*ledger_ptr(c)).xprt_buf_len = buf_len };
+        rdma.new_send_cid(&mut cr.sc_cid);
+        cr.sc_rdma = rdma.as_ptr();
+        cr.sc_maxpages = rdma.serv_maxpages();
+        cr.sc_send_wr.next = null_mut();
+        // SAFETY: writes the `wr_cqe` member of the WR's id union, as C
+        // does (the union's other member, `wr_id`, is never read).
+        unsafe { *cr.sc_send_wr.__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!(cr.sc_cqe) };
+        cr.sc_send_wr.sg_list = addr_of_mut!(cr.sc_sges).cast();
+        cr.sc_send_wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
+        // SAFETY: initialises the ctxt's own, not yet used, list head.
+        unsafe { sys::INIT_LIST_HEAD(addr_of_mut!(cr.sc_write_info_list)) };
+        // SAFETY: initialises the ctxt's own `xdr_buf` over its header
+        // buffer, `l.2.size()` bytes allocated above.
         unsafe {
-            (*ledger_ptr(c)).xprt_buf_len = buf_len;
-            rdma.new_send_cid(&mut (*c).sc_cid);
-            (*c).sc_rdma = rdma.as_ptr();
-            (*c).sc_maxpages = rdma.serv_maxpages();
-            let wr = addr_of_mut!((*c).sc_send_wr);
-            (*wr).next = null_mut();
-            *(*wr).__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!((*c).sc_cqe);
-            (*wr).sg_list = addr_of_mut!((*c).sc_sges).cast();
-            (*wr).send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
-            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
             sys::rs_xdr_buf_init(
-                addr_of_mut!((*c).sc_hdrbuf),
-                (*c).sc_xprt_buf.cast(),
+                addr_of_mut!(cr.sc_hdrbuf),
+                cr.sc_xprt_buf.cast(),
                 l.2.size(),
-            );
-        }
+            )
+        };
+        // INVARIANT: allocated by `alloc` with its ledger and the
+        // transport's SGE count; `sc_rdma` set; SGE 0 gets the header
+        // buffer's mapping just below, before the ctxt is handed out; no
+        // payload SGE (`num_sge` 0); the header buffer zeroed; only ours.
         let mut this = Self(NonNull::new(c)?);
         let lkey = rdma.local_dma_lkey();
         for sge in this.sges_mut() {
@@ -351,21 +362,23 @@ impl Ctxt {
     /// of the Send alone. Opcode, invalidation rkey and SGE lengths are
     /// left: every poster sets them.
     pub(crate) fn reset_for_reply(&mut self) {
-        let p = self.as_ptr();
         let rdma = self.rdma().as_ptr();
-        // SAFETY: exclusively ours (type invariant); the header buffer was
-        // set up by `alloc`, and `sc_reply_info` is this ctxt's.
+        let c = self.raw_mut();
+        c.sc_hdrbuf.head[0].iov_len = 0;
+        c.sc_hdrbuf.len = 0;
+        // SAFETY: the ctxt's own stream and header `xdr_buf`, which `alloc`
+        // set up over its header buffer (type invariant).
         unsafe {
-            (*p).sc_hdrbuf.head[0].iov_len = 0;
-            (*p).sc_hdrbuf.len = 0;
             sys::xdr_init_encode(
-                addr_of_mut!((*p).sc_stream),
-                addr_of_mut!((*p).sc_hdrbuf),
-                (*p).sc_xprt_buf.cast(),
+                addr_of_mut!(c.sc_stream),
+                addr_of_mut!(c.sc_hdrbuf),
+                c.sc_xprt_buf.cast(),
                 null_mut(),
-            );
-            sys::svc_rdma_cc_init(rdma, addr_of_mut!((*p).sc_reply_info.wi_cc));
-        }
+            )
+        };
+        // SAFETY: this ctxt's Reply chunk context, idle (the ctxt is held,
+        // not posted), on its own transport.
+        unsafe { sys::svc_rdma_cc_init(rdma, addr_of_mut!(c.sc_reply_info.wi_cc)) };
         self.set_num_sge(0);
         self.set_page_count(0);
         let c = self.raw_mut();
@@ -835,16 +848,19 @@ impl IdleCtxt {
         // The two releases of `svc_rdma_rw.c` do nothing for a ctxt without
         // Write chunk infos or Reply chunk WRs (their own first tests, which
         // most replies meet): they are called only when there is work.
-        // SAFETY: nothing of the chain is in flight (type invariant), so
-        // the chunks' R/W contexts are idle; the list is the ctxt's own.
-        unsafe {
-            let infos = addr_of_mut!((*p).sc_write_info_list);
-            if (*infos).next != infos {
-                sys::svc_rdma_write_chunk_release(rdma, p);
-            }
-            if (*p).sc_reply_info.wi_cc.cc_sqecount != 0 {
-                sys::svc_rdma_reply_chunk_release(rdma, p);
-            }
+        let raw = ctxt.raw();
+        let has_write_infos = !core::ptr::eq(raw.sc_write_info_list.next, &raw.sc_write_info_list);
+        let has_reply_writes = raw.sc_reply_info.wi_cc.cc_sqecount != 0;
+        if has_write_infos {
+            // SAFETY: nothing of the chain is in flight (type invariant), so
+            // the Write chunks' R/W contexts are idle; the infos are the
+            // ctxt's own.
+            unsafe { sys::svc_rdma_write_chunk_release(rdma, p) };
+        }
+        if has_reply_writes {
+            // SAFETY: nothing of the chain is in flight (type invariant), so
+            // the Reply chunk's R/W contexts are idle.
+            unsafe { sys::svc_rdma_reply_chunk_release(rdma, p) };
         }
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
@@ -1285,10 +1301,10 @@ impl CtxtChain {
     pub(crate) fn push(&mut self, ctxt: Ctxt) {
         let c = ctxt.into_raw();
         // SAFETY: the node of a ctxt we give to the chain.
-        unsafe {
-            (*c).sc_node.next = self.0;
-            self.0 = addr_of_mut!((*c).sc_node);
-        }
+        unsafe { (*c).sc_node.next = self.0 };
+        // INVARIANT: a ctxt's node in front of the null-terminated chain.
+        // SAFETY: `c` is the live ctxt just given to the chain.
+        self.0 = unsafe { addr_of_mut!((*c).sc_node) };
     }
 }
 
