@@ -337,11 +337,11 @@ same_signature!(svc_rdma_send_error_msg);
 pub unsafe extern "C" fn svc_rdma_sendto(rqstp: *mut sys::svc_rqst) -> c_int {
     // SAFETY: a request being answered on an RDMA transport, whose Call's
     // receive ctxt this thread owns (`# Safety`).
-    let (rqst, rctxt) = unsafe {
-        let rqst = Rqst::from_raw(rqstp);
-        (rqst, RecvCtxt::from_raw(rqst.recv_ctxt_ptr()))
-    };
-    crate::reply::sendto(rqst, rctxt)
+    let (rdma, rqst) = unsafe { Rqst::from_raw_mut(rqstp) };
+    // SAFETY: the Call's receive ctxt, owned by this thread (`# Safety`),
+    // not part of the request.
+    let rctxt = unsafe { RecvCtxt::from_raw(rqst.recv_ctxt_ptr()) };
+    crate::reply::sendto(rdma, rqst, rctxt)
 }
 same_signature!(svc_rdma_sendto);
 

@@ -70,7 +70,7 @@ pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) -> 
 /// Out of line: the error path's ERR_CHUNK reply moves pages too, and the
 /// move's unrolled loop is not worth two copies.
 #[inline(never)]
-pub(crate) fn save_io_pages(rqst: &Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
+pub(crate) fn save_io_pages(rqst: &mut Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
     ctxt.take_reply_pages(rqst).ok_or(EIO)
 }
 
@@ -117,7 +117,7 @@ fn send_reply_msg(
     rdma: &Rdma,
     mut sctxt: Ctxt,
     rctxt: &RecvCtxt,
-    rqst: &Rqst,
+    rqst: &mut Rqst,
 ) -> Result<(), (Error, Ctxt)> {
     let ret = mapping::map_reply_msg(
         rdma,
@@ -192,7 +192,7 @@ fn encode_reply_header(
 /// after closing the connection when no reply could be sent. A reply too
 /// big for the client's chunks (`-E2BIG`, `-EINVAL`) is answered with
 /// ERR_CHUNK instead, keeping the connection.
-pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
+pub(crate) fn sendto(rdma: &Rdma, rqst: &mut Rqst, rctxt: &mut RecvCtxt) -> i32 {
     // Test builds (`RPCRDMA_RS_SLOWDOWN=y`) only: about 160 instructions of
     // wasted work per reply, to show that the cost gate of the profile
     // smoke fails a costlier Send path (Documentation/benchmarks.md).
@@ -200,7 +200,6 @@ pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
     for i in 0..40u32 {
         core::hint::black_box(i);
     }
-    let rdma = rqst.rdma();
     if rdma.is_dead() {
         return drop_connection(rdma, rqst, ENOTCONN);
     }
@@ -250,7 +249,7 @@ pub(crate) fn sendto(rqst: &Rqst, rctxt: &mut RecvCtxt) -> i32 {
 /// The `send_err` label: a reply that does not fit the client's chunks is
 /// answered with ERR_CHUNK (RFC 8166 §4.5.3); anything else closes.
 #[cold]
-fn send_err(rdma: &Rdma, rqst: &Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Error) -> i32 {
+fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Error) -> i32 {
     if e != E2BIG && e != EINVAL {
         return put_ctxt(rdma, rqst, sctxt, e);
     }

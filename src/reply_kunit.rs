@@ -198,7 +198,8 @@ mod tests {
         fn save(&self) -> Result {
             // SAFETY: our zeroed request and stand-in ctxt, used by no one
             // else; `save_io_pages` uses only their page fields.
-            let (rqst, ctxt) = unsafe { (Rqst::from_raw(self.rqstp), Ctxt::from_raw(self.ctxt)) };
+            let (rqst, ctxt) =
+                unsafe { (&mut *self.rqstp.cast::<Rqst>(), Ctxt::from_raw(self.ctxt)) };
             let mut ctxt = ctxt.ok_or(EINVAL)?;
             let r = save_io_pages(rqst, &mut ctxt);
             // Lent: `drop` frees it.

@@ -544,7 +544,8 @@ mod tests {
         // The completion's put (`SentCtxt::put`) skips the check.
         // SAFETY: marked posted above; the stray handle was given up.
         unsafe { SentCtxt::assume_for_test(posted) }.put();
-        // SAFETY: as above; the ctxt is on the list once.
+        // SAFETY: the release list of our stand-in, which only this thread
+        // uses, and the ctxt just queued on it, live until `f` goes.
         unsafe {
             let first = (*f.raw()).sc_send_release_list.first;
             assert!(first == addr_of_mut!((*p).sc_node));

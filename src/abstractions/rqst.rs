@@ -31,6 +31,25 @@ impl Rqst {
         unsafe { &*ptr.cast::<Self>() }
     }
 
+    /// Borrows the request at `ptr` for the thread answering it, with its
+    /// transport as a borrow of its own, so that the request can be
+    /// changed (its reply pages taken) while the transport is in use.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is a request as the type invariant says, for `'a`, that no
+    /// one else uses meanwhile.
+    pub(crate) unsafe fn from_raw_mut<'a>(ptr: *mut sys::svc_rqst) -> (&'a Rdma, &'a mut Self) {
+        // SAFETY: a transparent `Opaque<svc_rqst>`, valid for `'a`, used
+        // by the caller alone (`# Safety`).
+        let rqst = unsafe { &mut *ptr.cast::<Self>() };
+        // SAFETY: `rq_xprt` is embedded in a live `svcxprt_rdma` that the
+        // request keeps referenced for `'a` (type invariant); the
+        // transport is not part of the request.
+        let rdma = unsafe { Rdma::from_raw(rqst.rdma().as_ptr()) };
+        (rdma, rqst)
+    }
+
     /// The C pointer, for the tracepoints.
     pub(crate) fn as_ptr(&self) -> *mut sys::svc_rqst {
         self.0.get()
@@ -64,8 +83,10 @@ impl Rqst {
 
     /// Moves the reply's pages into `slots` (from its start), leaving NULL
     /// behind so that the request's own release skips them; returns how
-    /// many. Moves nothing and returns `None` if they do not fit.
-    pub(crate) fn take_reply_pages(&self, slots: &mut [*mut sys::page]) -> Option<usize> {
+    /// many. Moves nothing and returns `None` if they do not fit. Takes
+    /// the request mutably: the reply's page array (`rq_res.pages`) points
+    /// into these slots, so no [`XdrBuf`] of [`Self::res`] may be alive.
+    pub(crate) fn take_reply_pages(&mut self, slots: &mut [*mut sys::page]) -> Option<usize> {
         let r = self.as_ptr();
         // SAFETY: `rq_respages..rq_next_page` are the reply's page slots in
         // the request's page array (type invariant), ours to change.

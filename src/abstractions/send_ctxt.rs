@@ -587,7 +587,7 @@ impl Ctxt {
     /// first one left). The slots and their count are never handed out:
     /// the first `sc_page_count` slots must hold page references, which
     /// the release puts.
-    pub(crate) fn take_reply_pages(&mut self, rqst: &Rqst) -> Option<()> {
+    pub(crate) fn take_reply_pages(&mut self, rqst: &mut Rqst) -> Option<()> {
         if self.page_count() != 0 {
             return None;
         }
