@@ -257,6 +257,8 @@ same_signature!(svc_rdma_result_payload);
 /// `rdma` points to a live transport; `sctxt` to its send ctxt, owned by the
 /// caller, with the transport header encoded; `write_pcl`, `reply_pcl` and
 /// `xdr` to the Call's chunk lists and the reply, unchanged during the call.
+/// On success, the memory of `xdr` stays allocated until `sctxt` is
+/// released (its mappings are undone then; on failure, before the return).
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     rdma: *mut sys::svcxprt_rdma,

@@ -39,7 +39,13 @@ use kernel::num::casts::FromSafeCast;
 fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
     let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
     let len = frag.len();
-    let mapping = match frag.dma_map(device) {
+    // SAFETY: the mapping goes into the ctxt's SGEs. The reply's memory
+    // outlives it: `map_reply_msg` undoes the payload mappings when it
+    // fails, and after it succeeds its callers keep the memory until the
+    // ctxt is released (the reply's pages are moved into the ctxt by
+    // `save_io_pages`, whose failure undoes them too; the backchannel's
+    // buffer, per `svc_rdma_map_reply_msg`'s contract).
+    let mapping = match unsafe { frag.dma_map(device) } {
         Ok(m) => m,
         Err(cookie) => {
             events::dma_map_err(ctxt.cid(), cookie, len);
@@ -271,7 +277,7 @@ pub(crate) fn map_reply_msg(
     if !reply_pcl.is_empty() {
         return 0;
     }
-    match check_pull_up(rdma, sctxt, write_pcl, xdr) {
+    let ret = match check_pull_up(rdma, sctxt, write_pcl, xdr) {
         Err(e) => e.to_errno(),
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
         Ok(Inline::Map) => {
@@ -284,7 +290,18 @@ pub(crate) fn map_reply_msg(
                 },
             )
         }
+    };
+    if ret < 0 {
+        // Different from C, which leaves them to the ctxt's release: the
+        // caller frees the reply's memory when the reply fails, before the
+        // ctxt is released (at the next drain), so the mappings made so far
+        // are undone now, not after.
+        // Test build: the last payload mapping is forgotten, never undone.
+        #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
+        sctxt.forget_last_payload_sge();
+        sctxt.unmap_payload_sges();
     }
+    ret
 }
 
 #[cfg(rpcrdma_kunit)]

@@ -263,14 +263,13 @@ fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: 
 
 /// The `put_ctxt` label: release the ctxt, then close.
 #[cold]
-fn put_ctxt(rdma: &Rdma, rqst: &Rqst, sctxt: Ctxt, e: Error) -> i32 {
-    // Test build: the last payload mapping is forgotten, never unmapped.
-    #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
-    let sctxt = {
-        let mut sctxt = sctxt;
-        sctxt.forget_last_payload_sge();
-        sctxt
-    };
+fn put_ctxt(rdma: &Rdma, rqst: &Rqst, mut sctxt: Ctxt, e: Error) -> i32 {
+    // The request frees its reply pages on return, before the ctxt is
+    // released (at the next drain): no payload mapping may outlive them
+    // (mapped replies whose pages could not be moved in).
+    if sctxt.num_sge() > 1 {
+        sctxt.unmap_payload_sges();
+    }
     drop(sctxt);
     drop_connection(rdma, rqst, e)
 }

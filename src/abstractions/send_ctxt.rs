@@ -28,6 +28,7 @@ use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
 use kernel::ffi::c_int;
 use kernel::num::casts::FromSafeCast;
+use kernel::sync::atomic::{atomic_load, Relaxed};
 use kernel::sync::SpinLock;
 use kernel::types::Opaque;
 
@@ -476,11 +477,12 @@ impl Ctxt {
     }
 
     /// Undoes the payload mappings (SGEs `1..num_sge`), keeping the
-    /// header's. Cold: only a caller that starts the SGE list over after
-    /// mapping payload would need it.
+    /// header's. Cold: for a caller that starts the SGE list over after
+    /// mapping payload, and for a failed reply, whose memory its owner may
+    /// free before the ctxt is released.
     #[cold]
     #[inline(never)]
-    fn unmap_payload_sges(&mut self) {
+    pub(crate) fn unmap_payload_sges(&mut self) {
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = self.num_sge().min(self.rdma().max_send_sges());
         let payload = self.sges().get(1..mapped).unwrap_or_default();
@@ -1532,14 +1534,18 @@ pub(crate) fn census() -> Census {
     let mut n = Census::default();
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock and unlist nothing; each listed ctxt is
-    // live, and its two counts, which their holder may be changing, are
-    // read with `READ_ONCE`'s volatile loads, as every write of them is a
-    // `WRITE_ONCE` (`set_num_sge`, `set_page_count`, `release_io`): no
-    // torn or invented values, only a snapshot.
+    // live. Its two counts, which their holder may be changing, are read
+    // with the kernel crate's `atomic_load` (`READ_ONCE`), Relaxed: a
+    // snapshot for a counter, ordered with nothing. Every write of them is
+    // a marked store too, a volatile one (`WRITE_ONCE`: `set_num_sge`,
+    // `set_page_count`), because the writes are on the per-reply path,
+    // where `atomic_store` would be a call to a C helper on kernels built
+    // with GCC (no `CONFIG_RUST_INLINE_HELPERS`, as Debian's): no data race
+    // in the LKMM, no torn or invented value.
     unsafe {
         for (c, _) in listed_ctxts() {
-            let pages = core::ptr::read_volatile(addr_of!((*c).sc_page_count));
-            let sges = core::ptr::read_volatile(addr_of!((*c).sc_send_wr.num_sge));
+            let pages = atomic_load(addr_of_mut!((*c).sc_page_count), Relaxed);
+            let sges = atomic_load(addr_of_mut!((*c).sc_send_wr.num_sge), Relaxed);
             n.ctxts = n.ctxts.saturating_add(1);
             n.pages = n.pages.saturating_add(i64::from(pages.max(0)));
             n.sges = n

@@ -157,14 +157,20 @@ impl Fragment<'_> {
     /// Maps the fragment for sending on `device`, through its page, since
     /// the Send path unmaps per page. The error is the cookie of the failed
     /// mapping.
-    pub(crate) fn dma_map<'d>(&self, device: &'d IbDevice) -> Result<DmaMapping<'d>, u64> {
+    ///
+    /// # Safety
+    ///
+    /// The fragment's memory stays allocated until the mapping is undone,
+    /// whoever undoes it (the returned value, or the SGE it is stored in):
+    /// the mapping does not borrow the reply.
+    pub(crate) unsafe fn dma_map<'d>(&self, device: &'d IbDevice) -> Result<DmaMapping<'d>, u64> {
         match self.at {
-            // SAFETY: the page holds the fragment's bytes (type invariant)
-            // and the reply keeps them until the mapping's owner, the send
-            // ctxt, is released.
+            // SAFETY: the page holds the fragment's bytes (type invariant),
+            // allocated until the mapping is undone (`# Safety`).
             At::Page(page) => unsafe { device.map_page(page, self.offset, self.len) },
             // SAFETY: a kvec of the buffer lies in the direct map (type
-            // invariant), kept as the page above is.
+            // invariant), allocated until the mapping is undone
+            // (`# Safety`).
             At::Virt(base) => unsafe { device.map_virt(base, self.len) },
         }
     }
