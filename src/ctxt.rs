@@ -31,26 +31,20 @@ use crate::abstractions::send_ctxt::{
     abandon_unreturned, release_unreturned_chunk_io, report_refused_put, take_unreturned, Ctxt,
     CtxtState, IdleCtxt,
 };
-use crate::abstractions::xprt::{Rdma, SendQueueGone};
+use crate::abstractions::xprt::{Drained, Rdma, SendQueueGone};
 use crate::stats;
 
-/// `svc_rdma_send_ctxts_destroy`: frees every ctxt of the transport.
+/// `svc_rdma_send_ctxts_destroy`: frees every ctxt of the transport, at
+/// its teardown (`drained`; being the only user left, it needs no lock).
 /// First [`release_unreturned`] releases, onto the free list, the ctxts
 /// that never came back.
-///
-/// # Safety
-///
-/// Only from `svc_rdma_free`, after `ib_drain_qp` and a final drain: no
-/// request uses the transport any more, and the caller is not the Send
-/// CQ's polling work. Being the only user left, it needs no lock.
-pub(crate) unsafe fn send_ctxts_destroy(rdma: &Rdma) {
-    // SAFETY: teardown after the drain (`# Safety`); the QP is destroyed
-    // here only if some ctxt never came back, and nothing posts on it.
-    unsafe {
-        release_unreturned(rdma, |r| r.destroy_qp_and_quiesce_send_cq());
-    }
-    // SAFETY: teardown: no request pops the free list any more.
-    for ctxt in unsafe { rdma.take_free_ctxts() } {
+pub(crate) fn send_ctxts_destroy(drained: &Drained<'_>) {
+    release_unreturned(drained, |d| {
+        // SAFETY: `release_unreturned` released the chunks' R/W contexts
+        // before it quiesces, and nothing here uses the QP afterwards.
+        unsafe { d.destroy_qp_and_quiesce_send_cq() }
+    });
+    for ctxt in Rdma::take_free_ctxts(drained) {
         ctxt.free();
     }
 }
@@ -77,21 +71,16 @@ pub(crate) unsafe fn send_ctxts_destroy(rdma: &Rdma) {
 /// more; it only frees what the list holds. Doing all this here rather
 /// than in the final drain keeps every drain, called once per RPC, free of
 /// a teardown test.
-///
-/// # Safety
-///
-/// As [`send_ctxts_destroy`]; `quiesce` destroys the QP and returns the
-/// proof only once no completion of the transport can run any more.
-pub(crate) unsafe fn release_unreturned<'a>(
-    rdma: &'a Rdma,
-    quiesce: impl FnOnce(&'a Rdma) -> Option<SendQueueGone<'a>>,
+pub(crate) fn release_unreturned<'a>(
+    drained: &Drained<'a>,
+    quiesce: impl FnOnce(&Drained<'a>) -> Option<SendQueueGone<'a>>,
 ) -> u32 {
-    // SAFETY: teardown after the drain, QP not destroyed yet (`# Safety`).
-    let outstanding = unsafe { release_unreturned_chunk_io(rdma) };
+    let rdma = drained.rdma();
+    let outstanding = release_unreturned_chunk_io(drained);
     if outstanding == 0 {
         return 0;
     }
-    let Some(gone) = quiesce(rdma) else {
+    let Some(gone) = quiesce(drained) else {
         let n = abandon_unreturned(rdma);
         kernel::pr_warn!(
             "transport teardown: {} send ctxts never completed, and their CQ cannot be quiesced: left allocated\n",
@@ -103,8 +92,9 @@ pub(crate) unsafe fn release_unreturned<'a>(
     release_completed(rdma);
     let found = reclaim_unreturned(&gone);
     release_completed(rdma);
-    // SAFETY: teardown, the QP destroyed: no R/W context is in use.
-    unsafe { rdma.destroy_rw_ctxts() };
+    // SAFETY: the QP is destroyed and its completions quiesced (`gone`):
+    // no R/W context is in use.
+    unsafe { drained.destroy_rw_ctxts() };
     let reclaimed = found.posted.saturating_add(found.parked);
     kernel::pr_warn!(
         "transport teardown: {} send ctxts outstanding after the drain, QP destroyed early: {} completed meanwhile, {} never completed, {} parked after a partial post\n",

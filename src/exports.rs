@@ -18,7 +18,7 @@ use crate::abstractions::recv_ctxt::{Pcl, RecvCtxt};
 use crate::abstractions::rqst::Rqst;
 use crate::abstractions::send_ctxt::Ctxt;
 use crate::abstractions::xdr_buf::XdrBuf;
-use crate::abstractions::xprt::Rdma;
+use crate::abstractions::xprt::{Drained, Rdma};
 use crate::ctxt;
 use crate::sq;
 use crate::sys;
@@ -51,9 +51,13 @@ macro_rules! same_signature {
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_send_ctxts_destroy(rdma: *mut sys::svcxprt_rdma) {
     // SAFETY: `rdma` is live for this call (it is being freed, by the caller,
-    // only after this returns), and this is its teardown after the drain,
-    // from `svc_rdma_free`'s process context (`# Safety`).
-    unsafe { ctxt::send_ctxts_destroy(Rdma::from_raw(rdma)) };
+    // only after this returns).
+    let rdma = unsafe { Rdma::from_raw(rdma) };
+    // SAFETY: this is its teardown after the drain, from `svc_rdma_free`'s
+    // process context (`# Safety`), for the call; the token does not
+    // outlive it.
+    let drained = unsafe { Drained::assume(rdma) };
+    ctxt::send_ctxts_destroy(&drained);
 }
 same_signature!(svc_rdma_send_ctxts_destroy);
 
@@ -257,8 +261,9 @@ same_signature!(svc_rdma_result_payload);
 /// `rdma` points to a live transport; `sctxt` to its send ctxt, owned by the
 /// caller, with the transport header encoded; `write_pcl`, `reply_pcl` and
 /// `xdr` to the Call's chunk lists and the reply, unchanged during the call.
-/// On success, the memory of `xdr` stays allocated until `sctxt` is
-/// released (its mappings are undone then; on failure, before the return).
+/// The memory of `xdr` stays allocated until `sctxt` is released, which
+/// undoes its mappings (the backchannel, the only caller, passes empty
+/// chunk lists, so a failure has undone them already).
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     rdma: *mut sys::svcxprt_rdma,
@@ -281,7 +286,9 @@ pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     let Some(mut sctxt) = sctxt else {
         return kernel::error::code::EINVAL.to_errno();
     };
-    let ret = crate::mapping::map_reply_msg(rdma, &mut sctxt, write_pcl, reply_pcl, xdr);
+    // SAFETY: the caller keeps `xdr`'s memory until `sctxt` is released,
+    // success or not (`# Safety`).
+    let ret = unsafe { crate::mapping::map_reply_msg(rdma, &mut sctxt, write_pcl, reply_pcl, xdr) };
     // Lent, not given: the caller still owns it.
     let _ = sctxt.into_raw();
     ret

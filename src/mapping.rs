@@ -37,19 +37,20 @@ use kernel::num::casts::FromSafeCast;
 /// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
 fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
-    let sge_no = ctxt.next_sge_no().ok_or(EIO)?;
+    let Some(sge_no) = ctxt.next_sge_no() else {
+        return Err(mapping_failed(ctxt));
+    };
     let len = frag.len();
-    // SAFETY: the mapping goes into the ctxt's SGEs. The reply's memory
-    // outlives it: `map_reply_msg` undoes the payload mappings when it
-    // fails, and after it succeeds its callers keep the memory until the
-    // ctxt is released (the reply's pages are moved into the ctxt by
-    // `save_io_pages`, whose failure undoes them too; the backchannel's
-    // buffer, per `svc_rdma_map_reply_msg`'s contract).
+    // SAFETY: the mapping goes into the ctxt's SGEs, and the reply's
+    // memory outlives it: this runs only under `map_reply_msg` (the only
+    // maker of a `Mapper`), whose callers keep the memory until the ctxt
+    // is released when it succeeds (its `# Safety`); when it fails, every
+    // payload mapping is undone here first (`mapping_failed`).
     let mapping = match unsafe { frag.dma_map(device) } {
         Ok(m) => m,
         Err(cookie) => {
             events::dma_map_err(ctxt.cid(), cookie, len);
-            return Err(EIO);
+            return Err(mapping_failed(ctxt));
         }
     };
     if crate::fault::inject(crate::fault::Point::DmaMap) {
@@ -57,13 +58,30 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
         let addr = mapping.addr();
         drop(mapping);
         events::dma_map_err(ctxt.cid(), addr, len);
-        return Err(EIO);
+        return Err(mapping_failed(ctxt));
     }
     events::dma_map_page(ctxt.cid(), mapping.addr(), len);
     // Counted in `num_sge` only once mapped: release undoes exactly these.
     // Past the SGE array (which the SGE count ruled out) the mapping comes
     // back and is undone by its drop.
-    ctxt.add_payload_sge(sge_no, mapping).map_err(|_| EIO)
+    if ctxt.add_payload_sge(sge_no, mapping).is_err() {
+        return Err(mapping_failed(ctxt));
+    }
+    Ok(())
+}
+
+/// A reply whose mapping failed: its payload mappings made so far are
+/// undone now. Different from C, which leaves them to the ctxt's release
+/// at the next drain: the caller frees the reply's memory when the reply
+/// fails, before that. The mapper's failures are all here, so the success
+/// path pays nothing for it. Returns the error, `EIO`.
+#[cold]
+fn mapping_failed(ctxt: &mut Ctxt) -> Error {
+    // Test build: the last payload mapping is forgotten, never undone.
+    #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
+    ctxt.forget_last_payload_sge();
+    ctxt.unmap_payload_sges();
+    EIO
 }
 
 /// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region
@@ -84,7 +102,8 @@ fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int,
     Ok(c_int::try_from(xdr.len()).unwrap_or(c_int::MAX))
 }
 
-/// The mapping actor's data (`svc_rdma_map_data`).
+/// The mapping actor's data (`svc_rdma_map_data`). Made only by
+/// [`map_reply_msg`], whose contract keeps the mapped memory allocated.
 struct Mapper<'a, 'c> {
     device: &'a IbDevice,
     ctxt: &'c mut Ctxt,
@@ -250,7 +269,7 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
         return ret;
     }
     let copied = pd.length;
-    sctxt.set_header_sge(hdrlen.saturating_add(copied));
+    sctxt.set_header_sge_unmapped(hdrlen.saturating_add(copied));
     events::send_pullup(sctxt, copied);
     0
 }
@@ -262,22 +281,33 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
 /// Returns < 0 on failure (`-E2BIG` when the reply can be neither sent
 /// inline nor pulled up, `-EIO` on a mapping failure, `-EMSGSIZE`); on
 /// success 0 or, like C, the length of the region the last actor mapped
-/// (callers test only for < 0).
-pub(crate) fn map_reply_msg(
+/// (callers test only for < 0). A mapping failure undoes the payload
+/// mappings made so far at once (`mapping_failed`); after another failure
+/// (the Write list's walk between two mapped regions) some may remain.
+///
+/// # Safety
+///
+/// The memory of `xdr` stays allocated until every payload mapping of
+/// `sctxt` is undone: by the ctxt's release after a success, and after a
+/// failure by that release or [`Ctxt::unmap_payload_sges`], whichever
+/// comes first. The mappings do not borrow it.
+pub(crate) unsafe fn map_reply_msg(
     rdma: &Rdma,
     sctxt: &mut Ctxt,
     write_pcl: &Pcl,
     reply_pcl: &Pcl,
     xdr: &XdrBuf,
 ) -> c_int {
-    // The persistently mapped header SGE.
+    // The persistently mapped header SGE. `sctxt` holds no payload
+    // mapping yet: it comes from `svc_rdma_send_ctxt_get`, and only the
+    // mapper below makes any (its callers map a reply once).
     let hdrlen = sctxt.header_len();
-    sctxt.set_header_sge(hdrlen);
+    sctxt.set_header_sge_unmapped(hdrlen);
     // With a Reply chunk nothing follows the header in the Send.
     if !reply_pcl.is_empty() {
         return 0;
     }
-    let ret = match check_pull_up(rdma, sctxt, write_pcl, xdr) {
+    match check_pull_up(rdma, sctxt, write_pcl, xdr) {
         Err(e) => e.to_errno(),
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
         Ok(Inline::Map) => {
@@ -290,18 +320,7 @@ pub(crate) fn map_reply_msg(
                 },
             )
         }
-    };
-    if ret < 0 {
-        // Different from C, which leaves them to the ctxt's release: the
-        // caller frees the reply's memory when the reply fails, before the
-        // ctxt is released (at the next drain), so the mappings made so far
-        // are undone now, not after.
-        // Test build: the last payload mapping is forgotten, never undone.
-        #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
-        sctxt.forget_last_payload_sge();
-        sctxt.unmap_payload_sges();
     }
-    ret
 }
 
 #[cfg(rpcrdma_kunit)]

@@ -119,13 +119,21 @@ fn send_reply_msg(
     rctxt: &RecvCtxt,
     rqst: &mut Rqst,
 ) -> Result<(), (Error, Ctxt)> {
-    let ret = mapping::map_reply_msg(
-        rdma,
-        &mut sctxt,
-        rctxt.write_pcl(),
-        rctxt.reply_pcl(),
-        rqst.res(),
-    );
+    // SAFETY: on success the reply's pages (its head and tail live in
+    // them too) are moved into the ctxt just below and kept until its
+    // release. On any failure, that move's included, the error labels
+    // undo what is still mapped before the request frees its pages:
+    // `put_ctxt` with `unmap_payload_sges`, or, for an RDMA_ERROR,
+    // `send_error_msg`'s `set_header_sge`, which undoes them too.
+    let ret = unsafe {
+        mapping::map_reply_msg(
+            rdma,
+            &mut sctxt,
+            rctxt.write_pcl(),
+            rctxt.reply_pcl(),
+            rqst.res(),
+        )
+    };
     if ret < 0 {
         return Err((Error::from_errno(ret), sctxt));
     }

@@ -220,12 +220,8 @@ pub(crate) struct WcSend;
 
 impl SendCompletion for WcSend {
     #[inline]
-    fn complete(wc: &SendWc, sent: SentCtxt) {
+    fn complete<'a>(rdma: &'a Rdma, wc: &'a SendWc, sent: SentCtxt<'a>) {
         let ctxt = sent.ctxt();
-        // The ctxt's transport (C reads the CQ's context, the same
-        // transport). It outlives its completions because svc_rdma_free
-        // drains the QP first (module docs).
-        let rdma = ctxt.rdma();
         wake_send_waiters(rdma, ctxt.sqecount());
 
         if wc.status() == sys::ib_wc_status_IB_WC_SUCCESS {
@@ -233,25 +229,24 @@ impl SendCompletion for WcSend {
             sent.put();
             return;
         }
-        send_failed(wc, sent);
+        send_failed(rdma, wc, sent);
     }
 }
 
 /// The rest of [`WcSend::complete`] for a Send that failed or was flushed:
-/// reports it and closes the connection. Cold, so that the success path
-/// tests the status once. Closes before the put (C puts first): the
-/// transport is reached through the ctxt the put gives away; either order
-/// only flags and enqueues (design.rst, "A failed Send").
+/// reports it, puts the ctxt and closes the connection, in C's order (the
+/// transport is the CQ's context, not reached through the ctxt). Cold, so
+/// that the success path tests the status once.
 #[cold]
-fn send_failed(wc: &SendWc, sent: SentCtxt) {
+fn send_failed(rdma: &Rdma, wc: &SendWc, sent: SentCtxt<'_>) {
     let ctxt = sent.ctxt();
     if wc.status() != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
         events::wc_send_err(wc, ctxt.cid());
     } else {
         events::wc_send_flush(wc, ctxt.cid());
     }
-    ctxt.rdma().deferred_close();
     sent.put();
+    rdma.deferred_close();
 }
 
 /// `svc_rdma_post_send`: posts the ctxt's chain, RDMA Writes of chunks

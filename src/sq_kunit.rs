@@ -12,6 +12,7 @@ use kernel::prelude::kunit_tests;
 #[kunit_tests(rpcrdma_rs_sq)]
 mod tests {
     use crate::abstractions::send_ctxt::{Ctxt, CtxtState, Poster, SentCtxt};
+    use crate::abstractions::xprt::{Drained, SendQueueGone};
     use crate::fakes::FakeRdma;
     use crate::sq;
     use crate::sys;
@@ -577,13 +578,13 @@ mod tests {
     /// `ctxt::release_unreturned` of `f`, whose QP "goes" with nothing
     /// completing meanwhile.
     fn release_unreturned_quiet(f: &FakeRdma) -> u32 {
-        // SAFETY: teardown of our stand-in, on this thread; nothing of it
-        // completes after the proof is made.
-        unsafe {
-            crate::ctxt::release_unreturned(f.rdma(), |r| {
-                Some(crate::abstractions::xprt::SendQueueGone::assume_for_test(r))
-            })
-        }
+        // SAFETY: teardown of our stand-in, on this thread: nothing else
+        // uses it.
+        let drained = unsafe { Drained::assume(f.rdma()) };
+        crate::ctxt::release_unreturned(&drained, |d| {
+            // SAFETY: nothing of the stand-in completes after the proof.
+            Some(unsafe { SendQueueGone::assume_for_test(d.rdma()) })
+        })
     }
 
     /// Plays the provider: completes the posted ctxt `p` as flushed,
@@ -625,17 +626,20 @@ mod tests {
         assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
         let mut state_when_quiesced = None;
-        // SAFETY: teardown of our stand-in on this thread. The "quiesce"
-        // completes the one posted ctxt, as the provider's late flush, and
-        // only then makes the proof: nothing completes after it.
-        let reclaimed = unsafe {
-            crate::ctxt::release_unreturned(f.rdma(), |r| {
-                // `p` is live and posted, not reclaimed yet (recorded).
+        // SAFETY: teardown of our stand-in on this thread: nothing else
+        // uses it.
+        let drained = unsafe { Drained::assume(f.rdma()) };
+        let reclaimed = crate::ctxt::release_unreturned(&drained, |d| {
+            // The "quiesce" completes the one posted ctxt, as the
+            // provider's late flush, and only then makes the proof.
+            // SAFETY: `p` is live and posted, not reclaimed yet; nothing
+            // completes after the proof.
+            unsafe {
                 state_when_quiesced = Ctxt::state_of_raw(p);
                 complete_flushed(p);
-                Some(crate::abstractions::xprt::SendQueueGone::assume_for_test(r))
-            })
-        };
+                Some(SendQueueGone::assume_for_test(d.rdma()))
+            }
+        });
         assert_eq!(state_when_quiesced, Some(CtxtState::Posted));
         assert_eq!(reclaimed, 0);
         assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before);
@@ -718,7 +722,7 @@ mod tests {
         crate::stats::add(&crate::stats::CTXTS_RECLAIMED, -1);
         // Found again by a second look, as `Owned`: reported, not taken.
         // SAFETY: nothing of our stand-in completes from here on.
-        let gone = unsafe { crate::abstractions::xprt::SendQueueGone::assume_for_test(f.rdma()) };
+        let gone = unsafe { SendQueueGone::assume_for_test(f.rdma()) };
         assert_eq!(
             crate::ctxt::reclaim_unreturned(&gone),
             crate::ctxt::Unreturned {

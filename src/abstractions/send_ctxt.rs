@@ -17,7 +17,7 @@ use super::device::{DmaMapping, IbDevice};
 use super::recv_ctxt::{Pcl, RecvCtxt};
 use super::rqst::Rqst;
 use super::xdr_buf::XdrBuf;
-use super::xprt::{Rdma, SendQueueGone};
+use super::xprt::{Drained, Rdma, SendQueueGone};
 use crate::sys;
 use core::alloc::Layout;
 use core::marker::PhantomData;
@@ -462,13 +462,25 @@ impl Ctxt {
         unsafe { &*addr_of!((*self.as_ptr()).sc_sges).cast::<sys::ib_sge>() }
     }
 
-    /// Starts the SGE list with the header alone, `hdr_len` bytes (with a
-    /// pulled-up reply, the reply behind it too). Payload SGEs mapped
-    /// before (no caller maps any first) are unmapped, not forgotten.
+    /// Starts the SGE list with the header alone, `hdr_len` bytes. Payload
+    /// SGEs mapped before are unmapped, not forgotten (the RDMA_ERROR's
+    /// path, where a reply may have been mapped).
     pub(crate) fn set_header_sge(&mut self, hdr_len: u32) {
         if self.raw().sc_send_wr.num_sge > 1 {
             self.unmap_payload_sges();
         }
+        self.set_header_sge_unmapped(hdr_len);
+    }
+
+    /// [`Self::set_header_sge`] for a ctxt that holds no payload mapping:
+    /// `map_reply_msg`, before its mapper runs (with a pulled-up reply,
+    /// the reply behind the header too). On a ctxt that held some it would
+    /// forget them, a leak, not a fault: the per-reply path does not pay
+    /// for the check (measured: 7 instructions per reply, the test and the
+    /// register it takes, past the cost gate's margin for pulled-up
+    /// replies).
+    #[inline]
+    pub(crate) fn set_header_sge_unmapped(&mut self, hdr_len: u32) {
         let p = self.as_ptr();
         // SAFETY: exclusively ours, and it has at least one SGE (type
         // invariant).
@@ -718,11 +730,10 @@ impl Ctxt {
         // SAFETY: as the holder that puts it, we write the state word.
         unsafe { core::ptr::write_volatile(this.state_ptr(), CtxtState::Queued as i32) };
         let rdma = this.raw().sc_rdma;
-        // SAFETY: the transport outlives its ctxts (type invariant), and
-        // the caller's context keeps it alive for this call (a request, the
-        // Send completion, which `svc_rdma_free` waits for, or teardown);
-        // `rdma` is a copy of the pointer, not a borrow of the ctxt we give
-        // away.
+        // SAFETY: the transport outlives its ctxts (`Ctxt` invariant: its
+        // teardown destroys them), so it is live for this call, after the
+        // ctxt is given away; `rdma` is a copy of the pointer, not a borrow
+        // of that ctxt.
         let rdma = unsafe { Rdma::from_raw(rdma) };
         if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) && enqueue {
             rdma.set_data_and_enqueue();
@@ -969,16 +980,14 @@ impl Rdma {
         queued.map(|c| unsafe { IdleCtxt::assume(c) })
     }
 
-    /// Takes every ctxt of the free list: released, idle.
-    ///
-    /// # Safety
-    ///
-    /// Nothing pops the free list meanwhile (transport teardown):
-    /// `llist_del_all` racing the locked `llist_del_first` of
-    /// [`Self::pop_free_ctxt`] is the ABA case `llist.h` forbids.
-    pub(crate) unsafe fn take_free_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
-        // SAFETY: nothing pops the free list meanwhile (`# Safety`).
-        let free = unsafe { self.free_ctxts().take_all() };
+    /// Takes every ctxt of the free list at teardown: released, idle.
+    /// Only at teardown (`drained`), because `llist_del_all` racing the
+    /// locked `llist_del_first` of [`Self::pop_free_ctxt`] is the ABA case
+    /// `llist.h` forbids.
+    pub(crate) fn take_free_ctxts(drained: &Drained<'_>) -> impl Iterator<Item = IdleCtxt> {
+        // SAFETY: nothing pops the free list at teardown (`Drained`
+        // invariant).
+        let free = unsafe { drained.rdma().free_ctxts().take_all() };
         // SAFETY: only released ctxts, none of whose WRs is in flight, are
         // put on the free list.
         free.map(|c| unsafe { IdleCtxt::assume(c) })
@@ -1002,21 +1011,27 @@ impl Rdma {
 
 /// What runs when the Send of a ctxt posted by [`Ctxt::post`] completes.
 pub(crate) trait SendCompletion {
-    /// Called from the Send CQ's polling context with the work completion
-    /// and the ctxt, which belongs to the handler from here on.
-    fn complete(wc: &SendWc, ctxt: SentCtxt);
+    /// Called from the Send CQ's polling context with the transport (the
+    /// ctxt's, which is the CQ's context), the work completion and the ctxt, which belongs to
+    /// the handler from here on. All three are borrowed for `'a`, the
+    /// call: the transport is live while a completion of it runs, because
+    /// its teardown waits for its completions (`ib_drain_qp`, or
+    /// [`Drained::destroy_qp_and_quiesce_send_cq`]), not for anything a
+    /// handler could keep past the call.
+    fn complete<'a>(rdma: &'a Rdma, wc: &'a SendWc, ctxt: SentCtxt<'a>);
 }
 
-/// A ctxt whose Send completed, handed to its [`SendCompletion`].
+/// A ctxt whose Send completed, handed to its [`SendCompletion`] for the
+/// handler's call (`'a`) only.
 ///
 /// # Invariants
 ///
 /// The ctxt's WR chain was posted by [`Ctxt::post`] and its Send has
 /// completed: its state is [`CtxtState::Posted`], and nothing but this
 /// handle holds it.
-pub(crate) struct SentCtxt(Ctxt);
+pub(crate) struct SentCtxt<'a>(Ctxt, PhantomData<&'a Rdma>);
 
-impl SentCtxt {
+impl SentCtxt<'_> {
     /// The ctxt.
     pub(crate) fn ctxt(&self) -> &Ctxt {
         &self.0
@@ -1043,8 +1058,14 @@ unsafe extern "C" fn send_done<H: SendCompletion>(_cq: *mut sys::ib_cq, wc: *mut
     let wc = unsafe { SendWc::from_raw(wc) };
     // SAFETY: the completion of a Send that `Ctxt::post` posted, delivered
     // once (`# Safety`): the ctxt is the handler's now.
-    let ctxt = SentCtxt(unsafe { wc.take_ctxt() });
-    H::complete(wc, ctxt);
+    let ctxt = unsafe { wc.take_ctxt() };
+    // SAFETY: the ctxt's transport, `sc_rdma`, which is also the CQ's
+    // context (the ib_cq stays opaque here), live for this call: its
+    // teardown waits for its completions to have run (`ib_drain_qp`, or
+    // `Drained::destroy_qp_and_quiesce_send_cq`). Borrowed for the call
+    // only, apart from the ctxt, which the handler gives away.
+    let rdma = unsafe { Rdma::from_raw(ctxt.rdma().as_ptr()) };
+    H::complete(rdma, wc, SentCtxt(ctxt, PhantomData));
 }
 
 /// How [`Ctxt::post`] posts a WR chain: the shim's `rs_ib_post_send`
@@ -1444,25 +1465,25 @@ fn may_be_unreturned(state: i32) -> bool {
 /// post, and releases their chunks' R/W contexts. Those hold
 /// `rdma_rw_ctx`s (MRs of the QP's pool, mappings made on its device),
 /// which only a live QP can undo, and teardown is about to destroy it
-/// ([`Rdma::destroy_qp_and_quiesce_send_cq`]) before it takes the ctxts.
+/// ([`Drained::destroy_qp_and_quiesce_send_cq`]) before it takes the ctxts.
 /// The Write chunk infos themselves stay until the ctxt is released: a
 /// late Write completion reads their `cc_cqe` and `cc_cid`.
 ///
-/// # Safety
-///
-/// Transport teardown, after `ib_drain_qp` and before the QP is destroyed:
-/// nothing posts on the QP any more, and the only code that may still run
-/// on those ctxts are their completions (`WcSend`, `svc_rdma_write_done`,
-/// `svc_rdma_reply_done`), none of which touches the R/W context lists.
-pub(crate) unsafe fn release_unreturned_chunk_io(rdma: &Rdma) -> u32 {
+/// At teardown (`drained`), nothing posts on the QP any more, and the only
+/// code that may still run on those ctxts are their completions
+/// (`WcSend`, `svc_rdma_write_done`, `svc_rdma_reply_done`), none of which
+/// touches the R/W context lists. The QP is still there: only
+/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys it before
+/// `svc_rdma_free` does, and its callers promise to call this first.
+pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> u32 {
     let mut found = 0u32;
-    let r = rdma.as_ptr();
+    let r = drained.rdma().as_ptr();
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock and unlist nothing. The ctxts of `rdma` in
     // these states belong to no thread, and their completions leave the
-    // lists released here alone (`# Safety`), so the lists are ours; each
-    // write info on `sc_write_info_list` is live until the ctxt's release.
-    // `svc_rdma_cc_release` runs in atomic context (unmaps, returns MRs
+    // lists released here alone (the function's docs), so the lists are
+    // ours; each write info on `sc_write_info_list` is live until the
+    // ctxt's release. `svc_rdma_cc_release` runs in atomic context (unmaps, returns MRs
     // under the QP's irq-safe lock, lists the R/W contexts for reuse).
     unsafe {
         for (c, state) in listed_ctxts() {
@@ -1557,7 +1578,7 @@ pub(crate) fn census() -> Census {
 }
 
 #[cfg(rpcrdma_kunit)]
-impl SentCtxt {
+impl SentCtxt<'_> {
     /// The completion's handle on a posted `ctxt`, for a KUnit case that
     /// plays the Send completion.
     ///
@@ -1566,7 +1587,7 @@ impl SentCtxt {
     /// As the type invariant says: `ctxt` is marked posted, and nothing
     /// else will put it.
     pub(crate) unsafe fn assume_for_test(ctxt: Ctxt) -> Self {
-        Self(ctxt)
+        Self(ctxt, PhantomData)
     }
 }
 

@@ -25,7 +25,7 @@ use kernel::types::Opaque;
 /// The transport is live while borrowed, and was fully set up before it was
 /// published: the fields read without synchronisation here (sizes, limits,
 /// the PD, QP and CM ID) never change afterwards, but for the QP, which
-/// [`Rdma::destroy_qp_and_quiesce_send_cq`] destroys and clears during
+/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys and clears during
 /// teardown, when nothing posts on it any more.
 #[repr(transparent)]
 pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
@@ -216,17 +216,49 @@ impl Rdma {
             )
         }
     }
+}
+
+/// Proof that a transport is in its teardown, `svc_rdma_free`, after
+/// `ib_drain_qp` and the final drain: no request uses it, nothing posts on
+/// its QP or pops its free list, and its holder does not run on the Send
+/// CQ's polling work. Only a provider that broke the drain's promise may
+/// still complete something (see `ctxt::release_unreturned`). Made only
+/// by the unsafe [`Drained::assume`], at the C entry
+/// `svc_rdma_send_ctxts_destroy`.
+///
+/// # Invariants
+///
+/// As above, for `rdma`, while the value exists.
+pub(crate) struct Drained<'a> {
+    rdma: &'a Rdma,
+}
+
+impl<'a> Drained<'a> {
+    /// # Safety
+    ///
+    /// `rdma` is in its teardown as the type invariant says, for as long
+    /// as the returned value exists.
+    pub(crate) unsafe fn assume(rdma: &'a Rdma) -> Self {
+        // INVARIANT: the caller's promise (`# Safety`).
+        Self { rdma }
+    }
+
+    /// The transport.
+    pub(crate) fn rdma(&self) -> &'a Rdma {
+        self.rdma
+    }
 
     /// `svc_rdma_destroy_rw_ctxts`: frees the idle R/W contexts.
     ///
     /// # Safety
     ///
-    /// Transport teardown (`svc_rdma_free`): the QP is drained, so no R/W
-    /// context is in use.
+    /// No R/W context is in use: no Write or Read of the transport can
+    /// still complete (the QP was drained by a provider that keeps the
+    /// drain's promise, or [`Self::destroy_qp_and_quiesce_send_cq`] ran).
     pub(crate) unsafe fn destroy_rw_ctxts(&self) {
-        // SAFETY: the QP is drained (`# Safety`), so every R/W context on
-        // the transport's list is idle and can be freed.
-        unsafe { sys::svc_rdma_destroy_rw_ctxts(self.as_ptr()) }
+        // SAFETY: no R/W context is in use (`# Safety`); the transport's
+        // list holds idle ones only, which may be freed.
+        unsafe { sys::svc_rdma_destroy_rw_ctxts(self.rdma.as_ptr()) }
     }
 
     /// Destroys the QP (`ib_destroy_qp`, which `svc_rdma_free` then
@@ -242,16 +274,16 @@ impl Rdma {
     ///
     /// # Safety
     ///
-    /// Transport teardown (`svc_rdma_free`, after `ib_drain_qp`): nothing
-    /// posts on the QP or uses it any more, and the caller does not run on
-    /// the Send CQ's polling work.
-    pub(crate) unsafe fn destroy_qp_and_quiesce_send_cq(&self) -> Option<SendQueueGone<'_>> {
-        // SAFETY: teardown, nobody else uses the QP, and we are not the
-        // CQ's work, which we wait for (`# Safety`).
-        if unsafe { sys::rs_destroy_qp_and_quiesce_send_cq(self.as_ptr()) } {
+    /// Nothing uses the QP afterwards: in particular no chunk R/W context
+    /// is released through it (`release_unreturned_chunk_io` runs before).
+    pub(crate) unsafe fn destroy_qp_and_quiesce_send_cq(&self) -> Option<SendQueueGone<'a>> {
+        // SAFETY: teardown (type invariant): nobody posts on the QP, and we
+        // are not the CQ's work, which we wait for; nothing uses the QP
+        // afterwards (`# Safety`).
+        if unsafe { sys::rs_destroy_qp_and_quiesce_send_cq(self.rdma.as_ptr()) } {
             // INVARIANT: the QP is destroyed and the Send CQ's poller is
             // idle and cannot be queued again (nothing can complete).
-            Some(SendQueueGone { rdma: self })
+            Some(SendQueueGone { rdma: self.rdma })
         } else {
             None
         }
@@ -261,7 +293,7 @@ impl Rdma {
 /// Proof that a transport's QP is destroyed and its Send CQ's poller will
 /// not run again: no completion can reach any of its send ctxts, so each
 /// of them is idle, whatever its state says. Made by
-/// [`Rdma::destroy_qp_and_quiesce_send_cq`] (and, for KUnit, by
+/// [`Drained::destroy_qp_and_quiesce_send_cq`] (and, for KUnit, by
 /// [`SendQueueGone::assume_for_test`]).
 ///
 /// # Invariants
