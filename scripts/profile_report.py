@@ -49,7 +49,7 @@ import re
 import sys
 
 # The Send completion's entry: C's handler; for Rust, the `ib_cqe.done` of
-# a posted ctxt (`send_done::<WcSend>`, abstractions/send_ctxt.rs).
+# a posted ctxt (`send_done::<WcSend>`, abstractions/send_ctxt/post.rs).
 COMPLETION = {"c": re.compile(r"^svc_rdma_wc_send$"),
               "rust": re.compile(r"9send_done.*6WcSend")}
 

@@ -12,7 +12,7 @@
 //! - [`xprt::Rdma`]: the transport (`svcxprt_rdma`), with its wait queues;
 //! - [`send_ctxt::Ctxt`]: an owned send ctxt, its SGE list, header buffer
 //!   and WR chain; [`send_ctxt::CtxtList`] the lock-free lists it moves
-//!   between; its [`send_ctxt::Ledger`];
+//!   between (`send_ctxt::list`); its ledger (`send_ctxt::ledger`);
 //! - [`recv_ctxt::RecvCtxt`], [`recv_ctxt::Pcl`], [`recv_ctxt::Chunk`]:
 //!   the Call and its parsed chunk lists;
 //! - [`rqst::Rqst`]: the nfsd request and the reply pages it holds;
