@@ -88,7 +88,8 @@ pub(crate) fn release_unreturned<'a>(
         );
         return 0;
     };
-    // What late completions put back while the QP was going away.
+    // What late completions put back while the QP was going away, before
+    // the walk, which would count it as held elsewhere.
     release_completed(rdma);
     let found = reclaim_unreturned(&gone);
     release_completed(rdma);

@@ -275,9 +275,7 @@ fn put_ctxt(rdma: &Rdma, rqst: &Rqst, mut sctxt: Ctxt, e: Error) -> i32 {
     // The request frees its reply pages on return, before the ctxt is
     // released (at the next drain): no payload mapping may outlive them
     // (mapped replies whose pages could not be moved in).
-    if sctxt.num_sge() > 1 {
-        sctxt.unmap_payload_sges();
-    }
+    sctxt.unmap_payload_sges();
     drop(sctxt);
     drop_connection(rdma, rqst, e)
 }

@@ -232,8 +232,9 @@ pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> u32 {
     // these states belong to no thread, and their completions leave the
     // lists released here alone (the function's docs), so the lists are
     // ours; each write info on `sc_write_info_list` is live until the
-    // ctxt's release. `svc_rdma_cc_release` runs in atomic context (unmaps, returns MRs
-    // under the QP's irq-safe lock, lists the R/W contexts for reuse).
+    // ctxt's release. `svc_rdma_cc_release` runs in atomic context
+    // (unmaps, returns MRs under the QP's irq-safe lock, lists the R/W
+    // contexts for reuse).
     unsafe {
         for (c, state) in listed_ctxts() {
             if (*c).sc_rdma != r || !may_be_unreturned(state) {
@@ -303,15 +304,15 @@ pub(crate) struct Census {
 pub(crate) fn census() -> Census {
     let mut n = Census::default();
     let _guard = all_ctxts_lock().lock();
-    // SAFETY: we hold the lock and unlist nothing; each listed ctxt is
-    // live. Its two counts, which their holder may be changing, are read
-    // with the kernel crate's `atomic_load` (`READ_ONCE`), Relaxed: a
-    // snapshot for a counter, ordered with nothing. Every write of them is
-    // a marked store too, a volatile one (`WRITE_ONCE`: `set_num_sge`,
-    // `set_page_count`), because the writes are on the per-reply path,
-    // where `atomic_store` would be a call to a C helper on kernels built
-    // with GCC (no `CONFIG_RUST_INLINE_HELPERS`, as Debian's): no data race
-    // in the LKMM, no torn or invented value.
+    // The two counts are read Relaxed: a snapshot for a counter, ordered
+    // with nothing. Their writes are volatile (`WRITE_ONCE`: `set_num_sge`,
+    // `set_page_count`) rather than `atomic_store`, which is a call to a C
+    // helper on kernels built with GCC (no `CONFIG_RUST_INLINE_HELPERS`, as
+    // Debian's), on the per-reply path.
+    // SAFETY: we hold the lock and unlist nothing, so each listed ctxt is
+    // live; its counts, which their holder may be changing, are read with
+    // `atomic_load` (`READ_ONCE`) and written with marked stores only: no
+    // data race in the LKMM, no torn or invented value.
     unsafe {
         for (c, _) in listed_ctxts() {
             let pages = atomic_load(addr_of_mut!((*c).sc_page_count), Relaxed);

@@ -409,8 +409,8 @@ impl Ctxt {
         self.set_num_sge(1);
     }
 
-    /// Undoes the payload mappings (SGEs `1..num_sge`), keeping the
-    /// header's. Cold: for a caller that starts the SGE list over after
+    /// Undoes the payload mappings (SGEs `1..num_sge`), if any, keeping
+    /// the header's. Cold: for a caller that starts the SGE list over after
     /// mapping payload, and for a failed reply, whose memory its owner may
     /// free before the ctxt is released.
     #[cold]
@@ -418,6 +418,9 @@ impl Ctxt {
     pub(crate) fn unmap_payload_sges(&mut self) {
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = self.num_sge().min(self.rdma().max_send_sges());
+        if mapped <= 1 {
+            return;
+        }
         let payload = self.sges().get(1..mapped).unwrap_or_default();
         // SAFETY: SGEs `1..num_sge` hold live payload mappings (type
         // invariant), which no posted WR uses: a held ctxt is not posted.
