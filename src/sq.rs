@@ -44,70 +44,89 @@ pub(crate) fn wake_send_waiters_outlined(rdma: &Rdma, avail: i32) {
 
 /// Takes `n` SQ entries if that many are free, else takes nothing.
 ///
-/// Different from C on purpose (C's `svc_rdma_sq_wait` subtracts first and
-/// adds back on failure). C's failed attempt leaves `sc_sq_avail`
-/// understated until its undo, and the undo wakes nobody: a ticket holder
+/// C's fast path, one atomic subtract, plus one difference on purpose: the
+/// undo of a failed attempt is [`wake_send_waiters`], not a bare add. A
+/// failed attempt understates `sc_sq_avail` until its undo; a ticket holder
 /// that re-checks its wait condition inside that window (just woken by a
-/// Send completion) goes back to sleep although its entries are free, and
-/// with nothing more in flight it sleeps until the connection closes. Here
-/// a failed attempt never writes the counter, so `sc_sq_avail` is never
-/// below the entries really free, and every increase is a
-/// [`wake_send_waiters`]. `Documentation/upstream-reports.rst` has the
+/// Send completion) goes back to sleep although its entries are free. In C
+/// the undo wakes nobody, so with nothing more in flight the holder sleeps
+/// until the connection closes; here the undo wakes it. The wake costs
+/// nothing on success (nearly every reservation): it is on the failure
+/// path only, where a waiter, if any, is the one ticket holder. A subtract
+/// never retries, where a compare-exchange loop would under contention
+/// (issue 27, item 6). `Documentation/upstream-reports.rst` has the
 /// reproduction (KUnit `rpcrdma_rs_sq`, `lost_wakeup_*`).
 pub(crate) fn sq_reserve(rdma: &Rdma, n: i32) -> bool {
-    let avail = rdma.sq_avail();
-    // The first guess, as `READ_ONCE`: a volatile load inline, where
-    // `Atomic::load` is a helper call. A stale high guess fails the
-    // `cmpxchg`, which returns the current value for the next try; a stale
-    // low one fails the reservation without it, a spurious slow-path trip
-    // whose wait re-reads the counter (design.rst).
-    // SAFETY: `as_ptr` is the counter's live, aligned `int`; a volatile
-    // load of it is a marked access (`READ_ONCE`), no data race in LKMM.
-    let mut seen = unsafe { avail.as_ptr().read_volatile() };
-    loop {
-        if seen < n {
-            // Whatever a failed attempt did to the counter must be undone
-            // by now: the KUnit suite holds threads here (`test_hook`).
-            test_hook::failed_reservation(rdma, n);
-            return false;
-        }
-        // No wrap: `seen >= n`, and `n` (an SQE count) is not negative.
-        let left = seen.wrapping_sub(n);
-        // Fully ordered on success, as C's value-returning atomic is.
-        match avail.cmpxchg(seen, left, Full) {
-            Ok(_) => return true,
-            Err(now) => seen = now,
-        }
+    // Fully ordered, as C's value-returning `atomic_sub_return`. The
+    // counter wraps as C's does; `n` (an SQE count) is not negative, and
+    // the counter never exceeds the SQ depth, so `before >= n` is C's
+    // `after >= 0`.
+    let before = rdma.sq_avail().fetch_sub(n, Full);
+    if before >= n {
+        return true;
     }
+    undo_failed_reservation(rdma, n);
+    false
 }
 
-/// A delay point for the KUnit suite at the end of a failed reservation,
-/// where a competing thread must find the counter as it was.
+/// Gives back the entries a failed [`sq_reserve`] took, and wakes the
+/// ticket holder that may have re-checked in between. Out of line: the
+/// fast path keeps only the call.
+#[cold]
+#[inline(never)]
+fn undo_failed_reservation(rdma: &Rdma, n: i32) {
+    // The KUnit suite holds a thread here, inside the window, while a
+    // waiter re-checks.
+    test_hook::failed_reservation(rdma, n);
+    // The fully ordered add before the `waitqueue_active` check pairs with
+    // the waiter's `set_current_state` before its condition check: either
+    // the waiter sees the entries back or this sees the waiter queued.
+    wake_send_waiters(rdma, n);
+}
+
+/// A delay point for the KUnit suite between a failed reservation's
+/// subtraction and its undo, the window a waiter must survive.
 #[cfg(rpcrdma_kunit)]
 pub(crate) mod test_hook {
     use crate::abstractions::xprt::Rdma;
-    use kernel::sync::atomic::{Atomic, Relaxed};
+    use kernel::sync::atomic::{Acquire, Atomic, Relaxed, Release};
     use kernel::time::{delay::fsleep, Delta};
 
     /// The transport (address) and reservation size a test holds up.
     static ARMED: (Atomic<usize>, Atomic<i32>) = (Atomic::new(0), Atomic::new(0));
+    /// How many held reservations have reached the hook.
+    static HELD: Atomic<i32> = Atomic::new(0);
 
-    /// Holds the next failed reservations of `n` entries on `rdma` for
-    /// 300 ms each, until [`disarm`].
+    /// Holds failed reservations of `n` entries on `rdma` inside their
+    /// window until [`disarm`] (at most 10 s, so a failed test cannot
+    /// wedge the thread).
     pub(crate) fn arm(rdma: &Rdma, n: i32) {
+        HELD.store(0, Relaxed);
         ARMED.1.store(n, Relaxed);
         ARMED.0.store(rdma.as_ptr().addr(), Relaxed);
     }
 
-    /// Stops holding reservations.
+    /// Whether a held reservation is in its window now.
+    pub(crate) fn holding() -> bool {
+        HELD.load(Acquire) != 0
+    }
+
+    /// Releases the held reservations and stops holding new ones.
     pub(crate) fn disarm() {
-        ARMED.0.store(0, Relaxed);
+        ARMED.0.store(0, Release);
     }
 
     pub(super) fn failed_reservation(rdma: &Rdma, n: i32) {
-        if ARMED.0.load(Relaxed) == rdma.as_ptr().addr() && ARMED.1.load(Relaxed) == n {
-            fsleep(Delta::from_millis(300));
+        if ARMED.0.load(Relaxed) != rdma.as_ptr().addr() || ARMED.1.load(Relaxed) != n {
+            return;
         }
+        HELD.fetch_add(1, Release);
+        let mut waited = 0;
+        while ARMED.0.load(Acquire) == rdma.as_ptr().addr() && waited < 10_000 {
+            fsleep(Delta::from_millis(10));
+            waited += 10;
+        }
+        HELD.fetch_sub(1, Release);
     }
 }
 
