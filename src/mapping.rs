@@ -86,14 +86,18 @@ fn mapping_failed(ctxt: &mut Ctxt) -> Error {
 
 /// `svc_rdma_xb_dma_map`: maps head, page fragments and tail of one region
 /// (`svc_rdma_iov_dma_map` for the kvecs, through their pages, since
-/// unmapping is per page). Returns the region's length. Mappings made
-/// before a failure stay counted in `num_sge`, so releasing the ctxt
-/// undoes them.
+/// unmapping is per page). Returns the region's length. A NULL slot in the
+/// page array fails it (C would oops on it; skipping it would send fewer
+/// bytes than the header says). On any failure the payload mappings made
+/// so far are undone ([`mapping_failed`]).
 fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int, Error> {
     if let Some(head) = xdr.head() {
         page_dma_map(device, ctxt, &head)?;
     }
     for frag in xdr.page_fragments() {
+        let Some(frag) = frag else {
+            return Err(mapping_failed(ctxt));
+        };
         page_dma_map(device, ctxt, &frag)?;
     }
     if let Some(tail) = xdr.tail() {
@@ -143,7 +147,7 @@ pub(crate) fn xb_linearize(pd: &mut PullupData<'_>, xdr: &XdrBuf) -> Result<c_in
         append(dest, &head)?;
     }
     for frag in xdr.page_fragments() {
-        append(dest, &frag)?;
+        append(dest, &frag.ok_or(EIO)?)?;
     }
     if let Some(tail) = xdr.tail() {
         append(dest, &tail)?;
@@ -333,7 +337,7 @@ mod tests {
     use crate::proto::pullup::Linearizer;
     use crate::sys;
     use kernel::alloc::flags::GFP_KERNEL;
-    use kernel::error::code::EMSGSIZE;
+    use kernel::error::code::{EIO, EMSGSIZE};
     use kernel::page::Page;
     use kernel::prelude::*;
 
@@ -486,6 +490,24 @@ mod tests {
             dest: Some(Linearizer::new(&mut dest)),
         };
         assert_eq!(xb_linearize(&mut pd, r.xdr()), Err(EMSGSIZE));
+        assert_eq!(pd.length, 0);
+        Ok(())
+    }
+
+    /// A NULL slot in the page data is refused, not skipped (issue 27,
+    /// D5): a skip would copy 1004 bytes fewer than the reply's length.
+    #[test]
+    fn linearize_refuses_null_page() -> Result {
+        let mut r = Reply::new()?;
+        r.page_ptrs[1] = core::ptr::null_mut();
+        let total = HEAD + PLEN as usize + TAIL;
+        let mut dest = zeroed(total)?;
+        let mut pd = PullupData {
+            length: 0,
+            num_sges: 0,
+            dest: Some(Linearizer::new(&mut dest)),
+        };
+        assert_eq!(xb_linearize(&mut pd, r.xdr()), Err(EIO));
         assert_eq!(pd.length, 0);
         Ok(())
     }

@@ -97,11 +97,13 @@ impl XdrBuf {
         Fragment::of_kvec(&self.raw().tail[0])
     }
 
-    /// The page data, one fragment per page touched.
-    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Fragment<'_>> + '_ {
+    /// The page data, one fragment per page touched; `None` for a NULL
+    /// slot in the page array, which the caller refuses: skipping it would
+    /// send fewer bytes than the header announces.
+    pub(crate) fn page_fragments(&self) -> impl Iterator<Item = Option<Fragment<'_>>> + '_ {
         let x = self.raw();
         let pages = x.pages;
-        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).filter_map(
+        pullup::page_fragments(x.page_base, x.page_len, PAGE_SIZE_U32).map(
             move |(index, offset, len)| {
                 // SAFETY: the page array covers `page_base + page_len`
                 // (type invariant), which `page_fragments` stays within.
