@@ -4,26 +4,64 @@
 //! memory, enough for the Send path's bookkeeping (SQ accounting, the
 //! pool's lists, posting with a stand-in `ib_post_send`). The transport is
 //! marked `XPT_BUSY`, as a dead one is, so `svc_xprt_enqueue` leaves it
-//! alone. No device: nothing here maps DMA.
+//! alone. It has what [`Rdma`]'s invariant promises: a device (with no DMA
+//! device, so mappings take the IB core's virtual-DMA path, as on
+//! soft-RoCE), whose `post_send` posts nothing, a PD and a QP on it, a Send
+//! CQ and a server (the shim's `rs_fake_parts_attach`); its ctxts are made
+//! by [`Ctxt::alloc`], as the pool makes them.
 
 use crate::abstractions::send_ctxt::Ctxt;
 use crate::abstractions::xprt::Rdma;
 use crate::sys;
 use core::alloc::Layout;
+use core::cell::Cell;
 use core::ptr::{addr_of_mut, null_mut, NonNull};
 use kernel::alloc::allocator::Kmalloc;
 use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, NumaNode};
-use kernel::ffi::c_ulong;
+use kernel::ffi::{c_ulong, c_void};
 
-/// A zeroed `svcxprt_rdma` with its lists and wait queues initialised.
-pub(crate) struct FakeRdma(NonNull<sys::svcxprt_rdma>);
+/// Stand-in chunk Write WRs a test chains before a ctxt's Send WR: at most
+/// [`MAX_WRITES`] per ctxt, for at most [`CTXTS_WITH_WRITES`] ctxts.
+const MAX_WRITES: usize = 4;
+const CTXTS_WITH_WRITES: usize = 8;
+type Writes = [[sys::ib_send_wr; MAX_WRITES]; CTXTS_WITH_WRITES];
+
+/// A zeroed `svcxprt_rdma` with its lists and wait queues initialised and
+/// its device, PD, QP, Send CQ and server attached.
+///
+/// # Invariants
+///
+/// `rdma` is such a transport, `parts` what the shim attached to it and
+/// `writes` the WRs chained into its ctxts; all three live until `drop`,
+/// which frees every ctxt of the transport first.
+pub(crate) struct FakeRdma {
+    rdma: NonNull<sys::svcxprt_rdma>,
+    parts: NonNull<c_void>,
+    writes: NonNull<Writes>,
+    writes_used: Cell<usize>,
+}
 
 impl FakeRdma {
     pub(crate) fn new(sq_avail: i32, max_send_sges: u32) -> Option<Self> {
-        let p = NonNull::new(zalloc::<sys::svcxprt_rdma>())?;
+        let writes = NonNull::new(zalloc::<Writes>())?;
+        let Some(p) = NonNull::new(zalloc::<sys::svcxprt_rdma>()) else {
+            // SAFETY: allocated just above by `zalloc`, unused.
+            unsafe { zfree(writes.as_ptr()) };
+            return None;
+        };
         let r = p.as_ptr();
         // SAFETY: a zeroed transport only this test knows.
+        let parts = unsafe { sys::rs_fake_parts_attach(r) };
+        let Some(parts) = NonNull::new(parts) else {
+            // SAFETY: allocated above by `zalloc`, unused.
+            unsafe { zfree(writes.as_ptr()) };
+            // SAFETY: allocated above by `zalloc`, nothing refers to it.
+            unsafe { zfree(r) };
+            return None;
+        };
+        // SAFETY: a zeroed transport only this test knows, its device now
+        // attached.
         unsafe {
             // One lock class per wait queue: lockdep rejects a key shared
             // by locks of different names.
@@ -46,16 +84,24 @@ impl FakeRdma {
             (*r).sc_max_send_sges = max_send_sges;
             (*r).sc_max_req_size = 4096;
         }
-        Some(Self(p))
+        // INVARIANT: the transport is set up above, with what the shim
+        // attached; the WRs are ours until `drop`.
+        Some(Self {
+            rdma: p,
+            parts,
+            writes,
+            writes_used: Cell::new(0),
+        })
     }
 
     pub(crate) fn rdma(&self) -> &Rdma {
-        // SAFETY: lives as long as `self`.
-        unsafe { Rdma::from_raw(self.0.as_ptr()) }
+        // SAFETY: a complete transport (type invariant) that lives as long
+        // as `self`.
+        unsafe { Rdma::from_raw(self.rdma.as_ptr()) }
     }
 
     pub(crate) fn raw(&self) -> *mut sys::svcxprt_rdma {
-        self.0.as_ptr()
+        self.rdma.as_ptr()
     }
 
     /// Sets `XPT_CLOSE`, as a closing connection has it.
@@ -69,13 +115,29 @@ impl FakeRdma {
         };
     }
 
-    /// A send ctxt of this transport with `writes` chained before its
-    /// Send WR (stand-ins for chunk Writes), as `svc_rdma_send_ctxt_get`
-    /// would hand it out, with an empty header buffer. Freed when `self`
-    /// is dropped (never by `IdleCtxt::free`, which frees what
-    /// `Ctxt::alloc` allocated).
-    pub(crate) fn ctxt(&self, writes: &mut [sys::ib_send_wr]) -> Option<Ctxt> {
-        Ctxt::alloc_fake(self.rdma(), writes)
+    /// A new send ctxt of this transport ([`Ctxt::alloc`]) with `writes`
+    /// stand-in chunk Write WRs chained before its Send WR, its SQ entries
+    /// counted, as a reply ready to post has them. Freed when
+    /// `self` is dropped, wherever the test left it. `None` when memory is
+    /// short or more WRs are asked for than the transport holds.
+    pub(crate) fn ctxt(&self, writes: usize) -> Option<Ctxt> {
+        let mut ctxt = Ctxt::alloc(self.rdma())?;
+        let mut first = NonNull::<sys::ib_send_wr>::dangling().as_ptr();
+        if writes > 0 {
+            let slot = self.writes_used.get();
+            if slot >= CTXTS_WITH_WRITES || writes > MAX_WRITES {
+                return None;
+            }
+            self.writes_used.set(slot.wrapping_add(1));
+            // SAFETY: `slot` is in bounds (checked) of the WRs this
+            // transport holds (type invariant).
+            first = unsafe { addr_of_mut!((*self.writes.as_ptr())[slot]).cast() };
+        }
+        // SAFETY: `writes` WRs at `first` (none when 0), given to no other
+        // ctxt (`writes_used`), live until `drop`, which frees the ctxt
+        // first.
+        unsafe { ctxt.chain_writes_for_test(first, writes) };
+        Some(ctxt)
     }
 }
 
@@ -83,7 +145,11 @@ impl Drop for FakeRdma {
     fn drop(&mut self) {
         // Free every ctxt of this transport, on whatever list the test
         // left it (all of them are on the list of all ctxts).
-        while Ctxt::free_next_fake(self.rdma()) {}
+        while Ctxt::free_next_for_test(self.rdma()) {}
+        // SAFETY: attached in `new`; no ctxt refers to the transport now.
+        unsafe { sys::rs_fake_parts_free(self.parts.as_ptr()) };
+        // SAFETY: allocated in `new` by `zalloc`; no ctxt chains them now.
+        unsafe { zfree(self.writes.as_ptr()) };
         // SAFETY: allocated in `new` by `zalloc`, and no ctxt refers to it
         // any more.
         unsafe { zfree(self.raw()) };

@@ -152,26 +152,24 @@ mod tests {
     }
 
     /// A zeroed request whose reply holds `n` (fake, never dereferenced)
-    /// pages, and a stand-in send ctxt (of a stand-in transport, which
-    /// frees it) with room for `room` pages.
+    /// pages, and a send ctxt of a stand-in transport (which frees it),
+    /// whose 8 page slots count as `room`.
     struct Pages {
         rqstp: *mut sys::svc_rqst,
         respages: [*mut sys::page; 8],
         ctxt: *mut sys::svc_rdma_send_ctxt,
-        slots: [*mut sys::page; 8],
         _rdma: FakeRdma,
     }
 
     impl Pages {
         fn new(n: usize, room: usize) -> Option<kernel::alloc::KBox<Self>> {
             let rdma = FakeRdma::new(0, 1)?;
-            let ctxt = rdma.ctxt(&mut [])?.into_raw();
+            let ctxt = rdma.ctxt(0)?.into_raw();
             let mut p = kernel::alloc::KBox::new(
                 Self {
                     rqstp: zalloc::<sys::svc_rqst>(),
                     respages: [null_mut(); 8],
                     ctxt,
-                    slots: [null_mut(); 8],
                     _rdma: rdma,
                 },
                 kernel::alloc::flags::GFP_KERNEL,
@@ -183,15 +181,27 @@ mod tests {
             for (i, page) in p.respages.iter_mut().take(n).enumerate() {
                 *page = core::ptr::dangling_mut::<sys::page>().wrapping_add(i.wrapping_add(1));
             }
-            // SAFETY: a zeroed request and a stand-in ctxt only this test
-            // knows; the arrays live in the box, which does not move.
+            // SAFETY: a zeroed request and a ctxt only this test knows;
+            // the array lives in the box, which does not move. The ctxt has
+            // 8 slots (`FakeRdma`'s server); `drop` restores the count.
             unsafe {
                 (*p.rqstp).rq_respages = p.respages.as_mut_ptr();
                 (*p.rqstp).rq_next_page = p.respages.as_mut_ptr().add(n);
-                (*p.ctxt).sc_pages = p.slots.as_mut_ptr();
+                if (*p.ctxt).sc_maxpages != 8 {
+                    return None;
+                }
                 (*p.ctxt).sc_maxpages = room;
             }
             Some(p)
+        }
+
+        /// The ctxt's page slots.
+        fn slots(&self) -> [*mut sys::page; 8] {
+            let mut slots = [null_mut(); 8];
+            // SAFETY: the ctxt's page array holds 8 slots (checked in
+            // `new`), which only this test uses.
+            unsafe { core::ptr::copy_nonoverlapping((*self.ctxt).sc_pages, slots.as_mut_ptr(), 8) };
+            slots
         }
 
         /// `save_io_pages` on the test's request and ctxt.
@@ -216,8 +226,12 @@ mod tests {
     impl Drop for Pages {
         fn drop(&mut self) {
             // SAFETY: allocated in `new` by `zalloc` (or null), no longer
-            // used. The ctxt goes with its transport, `_rdma`.
-            unsafe { zfree(self.rqstp) };
+            // used. The ctxt goes with its transport, `_rdma`, with the
+            // slot count it was allocated with.
+            unsafe {
+                zfree(self.rqstp);
+                (*self.ctxt).sc_maxpages = 8;
+            }
         }
     }
 
@@ -228,13 +242,13 @@ mod tests {
         // SAFETY: our request and ctxt.
         assert_eq!(p.save(), Ok(()));
         assert_eq!(p.count(), 3);
-        assert_eq!(&p.slots[..3], &want[..]);
+        assert_eq!(&p.slots()[..3], &want[..]);
         assert!(p.respages.iter().all(|page| page.is_null()));
         // A second move would take the NULL slots: refused, nothing changes.
         // SAFETY: the test's own request and ctxt, used by no one else.
         assert_eq!(p.save(), Err(EIO));
         assert_eq!(p.count(), 3);
-        assert_eq!(&p.slots[..3], &want[..]);
+        assert_eq!(&p.slots()[..3], &want[..]);
         Ok(())
     }
 
@@ -246,7 +260,7 @@ mod tests {
         // Fail closed: every page stays with the request, to be released
         // by it; the ctxt holds none.
         assert_eq!(p.count(), 0);
-        assert!(p.slots.iter().all(|page| page.is_null()));
+        assert!(p.slots().iter().all(|page| page.is_null()));
         assert!(p.respages.iter().take(5).all(|page| !page.is_null()));
         Ok(())
     }

@@ -360,8 +360,7 @@ mod tests {
     #[test]
     fn post_chain_success_hands_ctxt_to_completion() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut writes = [];
-        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let c = f.ctxt(0).ok_or(ENOMEM)?;
         assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         // Nothing was put back: the completion owns it (`f` frees it).
         assert!(!f.rdma().is_closing());
@@ -380,8 +379,7 @@ mod tests {
     #[test]
     fn second_put_is_refused() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut none = [];
-        let p = f.ctxt(&mut none).ok_or(ENOMEM)?.into_raw();
+        let p = f.ctxt(0).ok_or(ENOMEM)?.into_raw();
         // SAFETY: our ctxt, given up by the first put; the second is the
         // fault under test, which must not touch the lists.
         let (first, second) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
@@ -405,8 +403,7 @@ mod tests {
     #[test]
     fn put_of_posted_ctxt_is_refused() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut none = [];
-        let p = f.ctxt(&mut none).ok_or(ENOMEM)?.into_raw();
+        let p = f.ctxt(0).ok_or(ENOMEM)?.into_raw();
         // SAFETY: our ctxt; the test marks it posted and holds the second
         // handle a buggy caller would have.
         let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
@@ -432,8 +429,7 @@ mod tests {
     #[test]
     fn post_chain_nothing_posted_returns_ctxt() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut writes = [sys::ib_send_wr::default()];
-        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let c = f.ctxt(1).ok_or(ENOMEM)?;
         // A failed post must hand the ctxt back.
         let r = sq::post_chain(f.rdma(), c, POST_NONE);
         assert!(r.is_err());
@@ -494,8 +490,7 @@ mod tests {
     #[test]
     fn completion_racing_teardown_is_not_reclaimed() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut none = [];
-        let c = f.ctxt(&mut none).ok_or(ENOMEM)?;
+        let c = f.ctxt(0).ok_or(ENOMEM)?;
         let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
@@ -562,8 +557,7 @@ mod tests {
     #[test]
     fn post_chain_partial_post_parks_until_free() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut writes = [sys::ib_send_wr::default(), sys::ib_send_wr::default()];
-        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let c = f.ctxt(2).ok_or(ENOMEM)?;
         let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, POST_ONE_THEN_FAIL).is_ok());
         // Second Write and Send were not posted: 2 of 3 entries back.
@@ -580,11 +574,9 @@ mod tests {
     #[test]
     fn posted_without_completion_is_reclaimed_at_free() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let mut writes = [sys::ib_send_wr::default()];
-        let c = f.ctxt(&mut writes).ok_or(ENOMEM)?;
+        let c = f.ctxt(1).ok_or(ENOMEM)?;
         let p = c.as_ptr();
-        let mut none = [];
-        let owned = f.ctxt(&mut none).ok_or(ENOMEM)?;
+        let owned = f.ctxt(0).ok_or(ENOMEM)?;
         assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
         let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
         released_only_at_teardown(&f, p);
@@ -615,9 +607,8 @@ mod tests {
     #[test]
     fn dropped_chain_puts_what_it_holds() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let (mut none0, mut none1) = ([], []);
-        let first = f.ctxt(&mut none0).ok_or(ENOMEM)?;
-        let second = f.ctxt(&mut none1).ok_or(ENOMEM)?;
+        let first = f.ctxt(0).ok_or(ENOMEM)?;
+        let second = f.ctxt(0).ok_or(ENOMEM)?;
         let (p0, p1) = (first.as_ptr(), second.as_ptr());
         let mut chain = crate::abstractions::send_ctxt::CtxtChain::new();
         chain.push(first);

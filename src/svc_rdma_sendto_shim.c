@@ -164,6 +164,62 @@ notrace s64 rs_sq_starve_sum(void)
 {
 	return percpu_counter_sum(&svcrdma_stat_sq_starve);
 }
+
+/*
+ * What the KUnit stand-in transport (src/fakes.rs) points to, so that it
+ * is a transport as the Rust types describe one: a device with no DMA
+ * device (the IB core's DMA helpers take their virtual-DMA path, as on
+ * soft-RoCE), whose post_send posts nothing; a PD and a QP on it; a Send
+ * CQ; a server whose largest message takes 5 pages (8 page slots).
+ */
+struct rs_fake_parts {
+	struct ib_device device;
+	struct ib_pd pd;
+	struct ib_qp qp;
+	struct ib_cq cq;
+	struct svc_serv serv;
+};
+
+static int rs_fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
+			     const struct ib_send_wr **bad_wr)
+{
+	*bad_wr = wr;
+	return -EIO;
+}
+
+/**
+ * rs_fake_parts_attach - give a KUnit stand-in transport its device
+ * @rdma: a zeroed transport only the caller knows
+ *
+ * Return: what to pass to rs_fake_parts_free() once the transport and
+ * its ctxts are gone, or NULL when memory is short.
+ */
+void *rs_fake_parts_attach(struct svcxprt_rdma *rdma)
+{
+	struct rs_fake_parts *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p)
+		return NULL;
+	p->device.ops.post_send = rs_fake_post_send;
+	p->pd.device = &p->device;
+	p->qp.device = &p->device;
+	p->cq.device = &p->device;
+	p->serv.sv_max_mesg = 5 * PAGE_SIZE;
+	rdma->sc_pd = &p->pd;
+	rdma->sc_qp = &p->qp;
+	rdma->sc_sq_cq = &p->cq;
+	rdma->sc_xprt.xpt_server = &p->serv;
+	return p;
+}
+
+/**
+ * rs_fake_parts_free - free what rs_fake_parts_attach() allocated
+ * @parts: its return value
+ */
+void rs_fake_parts_free(void *parts)
+{
+	kfree(parts);
+}
 #endif
 
 /*

@@ -61,6 +61,8 @@ void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
 bool rs_destroy_qp_and_quiesce_send_cq(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);
+void *rs_fake_parts_attach(struct svcxprt_rdma *rdma);
+void rs_fake_parts_free(void *parts);
 
 /* Wait queues: wait_event() is a statement macro */
 void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,

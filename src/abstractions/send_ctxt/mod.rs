@@ -940,48 +940,46 @@ impl Ctxt {
     ///
     /// # Safety
     ///
-    /// `p` is a live ctxt of [`Ctxt::alloc`] or [`Self::alloc_fake`].
+    /// `p` is a live ctxt of [`Ctxt::alloc`].
     pub(crate) unsafe fn state_of_raw(p: *mut sys::svc_rdma_send_ctxt) -> Option<CtxtState> {
         // SAFETY: the ledger in front of the live ctxt (`# Safety`).
         CtxtState::from_repr(unsafe { core::ptr::read_volatile((*ledger_ptr(p)).state.get()) })
     }
 
-    /// A KUnit stand-in ctxt of `rdma`: zeroed, listed, with `writes`
-    /// chained before its Send WR and no header buffer or pages.
-    pub(crate) fn alloc_fake(rdma: &Rdma, writes: &mut [sys::ib_send_wr]) -> Option<Self> {
-        let nsges = rdma.max_send_sges();
-        if nsges == 0 {
-            return None;
+    /// Chains `n` stand-in chunk Write WRs at `first` before the ctxt's
+    /// Send WR, as `svc_rdma_prepare_write_list` would, and counts them in
+    /// its SQ entries.
+    ///
+    /// # Safety
+    ///
+    /// `first` points to `n` WRs (none when `n` is 0) that no one else
+    /// uses, valid until the ctxt is freed.
+    pub(crate) unsafe fn chain_writes_for_test(&mut self, first: *mut sys::ib_send_wr, n: usize) {
+        let c = self.as_ptr();
+        // SAFETY: the Send WR of our own ctxt (type invariant: exclusive).
+        let mut next = unsafe { addr_of_mut!((*c).sc_send_wr) };
+        for i in (0..n).rev() {
+            // SAFETY: `i < n`, within the caller's WRs (`# Safety`).
+            let w = unsafe { first.add(i) };
+            // SAFETY: one of the caller's WRs, used by no one else.
+            unsafe { (*w).next = next };
+            next = w;
         }
-        let c = ctxt_of_ledger(kmalloc(ctxt_layout(nsges)?, true, -1)?.cast().as_ptr());
-        // SAFETY: a zeroed ctxt, with its ledger, only this test knows.
+        // SAFETY: fields of our own ctxt.
         unsafe {
-            // No header buffer: an empty one (`xprt_buf_len` is 0), whose
-            // pointer is not null, as a slice's must not be.
-            (*c).sc_xprt_buf = NonNull::<u8>::dangling().as_ptr().cast();
-            (*c).sc_rdma = rdma.as_ptr();
-            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_write_info_list));
-            sys::INIT_LIST_HEAD(addr_of_mut!((*c).sc_reply_info.wi_cc.cc_rwctxts));
-            (*c).sc_send_wr.sg_list = addr_of_mut!((*c).sc_sges).cast();
-            (*c).sc_send_wr.num_sge = 1;
-            let mut next = addr_of_mut!((*c).sc_send_wr);
-            for w in writes.iter_mut().rev() {
-                w.next = next;
-                next = w;
-            }
             (*c).sc_wr_chain = next;
-            (*c).sc_sqecount = i32::try_from(writes.len())
-                .unwrap_or(i32::MAX)
-                .saturating_add(1);
-            ledger_list(c);
+            (*c).sc_sqecount = i32::try_from(n).unwrap_or(i32::MAX).saturating_add(1);
         }
-        Some(Self(NonNull::new(c)?))
     }
 
-    /// Frees a stand-in of [`Self::alloc_fake`], wherever the test left
-    /// it: the first still listed for `rdma`. False when none is left.
-    pub(crate) fn free_next_fake(rdma: &Rdma) -> bool {
-        let nsges = rdma.max_send_sges();
+    /// Frees a ctxt of the KUnit stand-in transport `rdma`, wherever the
+    /// test left it: the first still listed for it. False when none is
+    /// left. Only for a transport whose test is over: nothing may use its
+    /// ctxts any more (the stand-in posts nothing, so none is in flight).
+    pub(crate) fn free_next_for_test(rdma: &Rdma) -> bool {
+        let Some(l) = layouts(rdma) else {
+            return false;
+        };
         let mut found = null_mut();
         {
             let _guard = all_ctxts_lock().lock();
@@ -997,13 +995,18 @@ impl Ctxt {
         if found.is_null() {
             return false;
         }
-        // SAFETY: a stand-in, unlisted; the test is over, nobody uses it.
+        // SAFETY: SGE 0 of a ctxt of `alloc` (every ctxt has one), which
+        // nothing uses any more.
+        let header = unsafe { (*addr_of!((*found).sc_sges).cast::<sys::ib_sge>()).addr };
+        // SAFETY: the header buffer's mapping, made by `alloc` over the
+        // whole buffer; the ctxt is unlisted and nothing uses it.
         unsafe {
-            kfree(
-                ledger_ptr(found).cast(),
-                ctxt_layout(nsges).unwrap_or(Layout::new::<u8>()),
-            )
+            rdma.device()
+                .unmap_page(header, u32::try_from(l.2.size()).unwrap_or(0))
         };
+        // SAFETY: allocated by `alloc` for `rdma` (so with `l`), unlisted,
+        // unmapped, not used again.
+        unsafe { free_memory(found, &l) };
         true
     }
 }
