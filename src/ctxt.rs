@@ -109,7 +109,7 @@ pub(crate) fn release_unreturned<'a>(
 
 /// `svc_rdma_send_ctxt_get`: a ready-to-use ctxt, from the free list, from
 /// completed ones not yet released, or newly allocated. May sleep.
-pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
+pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt<'_>> {
     if crate::fault::inject(crate::fault::Point::CtxtGet) {
         return None;
     }
@@ -132,7 +132,7 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt> {
 /// returns the ctxt to the free list. Inline in the drain, its only
 /// caller (teardown queues what it releases for a drain too).
 #[inline(always)]
-fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt) {
+fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt<'_>) {
     ctxt.release_io(events::dma_unmap_page);
     let ctxt = ctxt.into_ctxt();
     ctxt.set_state(CtxtState::Free);
@@ -214,7 +214,7 @@ pub(crate) fn reclaim_unreturned(gone: &SendQueueGone<'_>) -> Unreturned {
 /// Send completion. A refused put (the ctxt is on a list already) is
 /// reported with a warning.
 #[inline]
-pub(crate) fn send_ctxt_put(ctxt: Ctxt) {
+pub(crate) fn send_ctxt_put(ctxt: Ctxt<'_>) {
     if let Err(was) = ctxt.try_put() {
         report_refused_put(was);
     }

@@ -114,8 +114,8 @@ pub unsafe extern "C" fn svc_rdma_send_ctxt_put(
 ) {
     // The ctxt names its transport itself (`sc_rdma`), which is `rdma`.
     let _ = rdma;
-    // SAFETY: `ctxt` is a send ctxt of a live transport, handed over
-    // (`# Safety`).
+    // SAFETY: `ctxt` is a send ctxt of a transport live for the call,
+    // handed over (`# Safety`).
     if let Some(ctxt) = unsafe { Ctxt::from_raw(ctxt) } {
         ctxt::send_ctxt_put(ctxt);
     }
@@ -205,8 +205,8 @@ pub unsafe extern "C" fn svc_rdma_post_send(
     rdma: *mut sys::svcxprt_rdma,
     ctxt: *mut sys::svc_rdma_send_ctxt,
 ) -> c_int {
-    // SAFETY: `rdma` is live and the caller lends us `ctxt` (`# Safety`);
-    // on failure it is given back below.
+    // SAFETY: `rdma` is live for the call and the caller lends us `ctxt`,
+    // one of its ctxts (`# Safety`); on failure it is given back below.
     let (rdma, ctxt) = unsafe { (Rdma::from_raw(rdma), Ctxt::from_raw(ctxt)) };
     let Some(ctxt) = ctxt else {
         return kernel::error::code::EINVAL.to_errno();
@@ -272,8 +272,8 @@ pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     reply_pcl: *const sys::svc_rdma_pcl,
     xdr: *const sys::xdr_buf,
 ) -> c_int {
-    // SAFETY: all valid for the call, `sctxt` lent by its owner
-    // (`# Safety`); the lists and reply are unchanged meanwhile.
+    // SAFETY: all valid for the call, `sctxt` (a ctxt of `rdma`) lent by
+    // its owner (`# Safety`); the lists and reply are unchanged meanwhile.
     let (rdma, sctxt, write_pcl, reply_pcl, xdr) = unsafe {
         (
             Rdma::from_raw(rdma),
@@ -313,8 +313,9 @@ pub unsafe extern "C" fn svc_rdma_send_error_msg(
     rctxt: *mut sys::svc_rdma_recv_ctxt,
     status: c_int,
 ) {
-    // SAFETY: `rdma` is live, `sctxt` handed over and `rctxt` the Call
-    // being answered, owned by this thread (`# Safety`).
+    // SAFETY: `rdma` is live for the call, `sctxt` (one of its ctxts)
+    // handed over and `rctxt` the Call being answered, owned by this
+    // thread (`# Safety`).
     let (rdma, sctxt, rctxt) = unsafe {
         (
             Rdma::from_raw(rdma),

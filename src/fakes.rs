@@ -120,7 +120,7 @@ impl FakeRdma {
     /// counted, as a reply ready to post has them. Freed when
     /// `self` is dropped, wherever the test left it. `None` when memory is
     /// short or more WRs are asked for than the transport holds.
-    pub(crate) fn ctxt(&self, writes: usize) -> Option<Ctxt> {
+    pub(crate) fn ctxt(&self, writes: usize) -> Option<Ctxt<'_>> {
         let mut ctxt = Ctxt::alloc(self.rdma())?;
         let mut first = NonNull::<sys::ib_send_wr>::dangling().as_ptr();
         if writes > 0 {

@@ -36,7 +36,7 @@ use kernel::num::casts::FromSafeCast;
 ///
 /// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
-fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Result<(), Error> {
+fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
     let Some(sge_no) = ctxt.next_sge_no() else {
         return Err(mapping_failed(ctxt));
     };
@@ -76,7 +76,7 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt, frag: &Fragment<'_>) -> Resu
 /// fails, before that. The mapper's failures are all here, so the success
 /// path pays nothing for it. Returns the error, `EIO`.
 #[cold]
-fn mapping_failed(ctxt: &mut Ctxt) -> Error {
+fn mapping_failed(ctxt: &mut Ctxt<'_>) -> Error {
     // Test build: the last payload mapping is forgotten, never undone.
     #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
     ctxt.forget_last_payload_sge();
@@ -90,7 +90,7 @@ fn mapping_failed(ctxt: &mut Ctxt) -> Error {
 /// page array fails it (C would oops on it; skipping it would send fewer
 /// bytes than the header says). On any failure the payload mappings made
 /// so far are undone ([`mapping_failed`]).
-fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int, Error> {
+fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
     if let Some(head) = xdr.head() {
         page_dma_map(device, ctxt, &head)?;
     }
@@ -108,12 +108,12 @@ fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt, xdr: &XdrBuf) -> Result<c_int,
 
 /// The mapping actor's data (`svc_rdma_map_data`). Made only by
 /// [`map_reply_msg`], whose contract keeps the mapped memory allocated.
-struct Mapper<'a, 'c> {
+struct Mapper<'a, 'c, 'r> {
     device: &'a IbDevice,
-    ctxt: &'c mut Ctxt,
+    ctxt: &'c mut Ctxt<'r>,
 }
 
-impl RegionActor for Mapper<'_, '_> {
+impl RegionActor for Mapper<'_, '_, '_> {
     #[inline(never)]
     fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
         xb_dma_map(self.device, self.ctxt, region)
@@ -198,7 +198,7 @@ fn append(dest: &mut Linearizer<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
 /// decided without counting its fragments, which C always does.
 fn check_pull_up(
     rdma: &Rdma,
-    sctxt: &Ctxt,
+    sctxt: &Ctxt<'_>,
     write_pcl: &Pcl,
     xdr: &XdrBuf,
 ) -> Result<Inline, Error> {
@@ -251,7 +251,7 @@ fn linearize_head(pd: &mut PullupData<'_>, xdr: &XdrBuf, head: &Fragment<'_>) ->
 
 /// `svc_rdma_pull_up_reply_msg`: copies the inline regions behind the
 /// header; SGE 0 then covers both.
-fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
+fn pull_up_reply_msg(sctxt: &mut Ctxt<'_>, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
     let hdrlen = sctxt.header_len();
     let mut pd = PullupData {
         length: 0,
@@ -297,7 +297,7 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt, write_pcl: &Pcl, xdr: &XdrBuf) -> c_int {
 /// comes first. The mappings do not borrow it.
 pub(crate) unsafe fn map_reply_msg(
     rdma: &Rdma,
-    sctxt: &mut Ctxt,
+    sctxt: &mut Ctxt<'_>,
     write_pcl: &Pcl,
     reply_pcl: &Pcl,
     xdr: &XdrBuf,

@@ -70,7 +70,7 @@ pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) -> 
 /// Out of line: the error path's ERR_CHUNK reply moves pages too, and the
 /// move's unrolled loop is not worth two copies.
 #[inline(never)]
-pub(crate) fn save_io_pages(rqst: &mut Rqst, ctxt: &mut Ctxt) -> Result<(), Error> {
+pub(crate) fn save_io_pages(rqst: &mut Rqst, ctxt: &mut Ctxt<'_>) -> Result<(), Error> {
     ctxt.take_reply_pages(rqst).ok_or(EIO)
 }
 
@@ -78,7 +78,7 @@ pub(crate) fn save_io_pages(rqst: &mut Rqst, ctxt: &mut Ctxt) -> Result<(), Erro
 /// RDMA_ERROR for `status` (`-EPROTONOSUPPORT` → ERR_VERS, else ERR_CHUNK)
 /// and sends it alone, without any prepared Write WRs. Does not close the
 /// connection.
-pub(crate) fn send_error_msg(rdma: &Rdma, mut sctxt: Ctxt, rctxt: &RecvCtxt, status: i32) {
+pub(crate) fn send_error_msg(rdma: &Rdma, mut sctxt: Ctxt<'_>, rctxt: &RecvCtxt, status: i32) {
     let Some((xid, vers)) = rctxt.xid_vers() else {
         // Nothing to answer to; dropping `sctxt` puts it back.
         return;
@@ -113,12 +113,12 @@ pub(crate) fn send_error_msg(rdma: &Rdma, mut sctxt: Ctxt, rctxt: &RecvCtxt, sta
 
 /// `svc_rdma_send_reply_msg`: maps the reply, moves its pages into the
 /// ctxt, picks Send or Send With Invalidate, and posts.
-fn send_reply_msg(
+fn send_reply_msg<'r>(
     rdma: &Rdma,
-    mut sctxt: Ctxt,
+    mut sctxt: Ctxt<'r>,
     rctxt: &RecvCtxt,
     rqst: &mut Rqst,
-) -> Result<(), (Error, Ctxt)> {
+) -> Result<(), (Error, Ctxt<'r>)> {
     // SAFETY: on success the reply's pages (its head and tail live in
     // them too) are moved into the ctxt just below and kept until its
     // release. On any failure, that move's included, the error labels
@@ -147,7 +147,7 @@ fn send_reply_msg(
 /// Encodes the RDMA_MSG/RDMA_NOMSG header of a reply into `sctxt`.
 fn encode_reply_header(
     rdma: &Rdma,
-    sctxt: &mut Ctxt,
+    sctxt: &mut Ctxt<'_>,
     rctxt: &mut RecvCtxt,
     rc_size: u32,
 ) -> Result<(), Error> {
@@ -257,7 +257,7 @@ pub(crate) fn sendto(rdma: &Rdma, rqst: &mut Rqst, rctxt: &mut RecvCtxt) -> i32 
 /// The `send_err` label: a reply that does not fit the client's chunks is
 /// answered with ERR_CHUNK (RFC 8166 §4.5.3); anything else closes.
 #[cold]
-fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: Error) -> i32 {
+fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt<'_>, e: Error) -> i32 {
     if e != E2BIG && e != EINVAL {
         return put_ctxt(rdma, rqst, sctxt, e);
     }
@@ -271,7 +271,7 @@ fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt, e: 
 
 /// The `put_ctxt` label: release the ctxt, then close.
 #[cold]
-fn put_ctxt(rdma: &Rdma, rqst: &Rqst, mut sctxt: Ctxt, e: Error) -> i32 {
+fn put_ctxt(rdma: &Rdma, rqst: &Rqst, mut sctxt: Ctxt<'_>, e: Error) -> i32 {
     // The request frees its reply pages on return, before the ctxt is
     // released (at the next drain): no payload mapping may outlive them
     // (mapped replies whose pages could not be moved in).

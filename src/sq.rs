@@ -284,7 +284,7 @@ fn send_failed(rdma: &Rdma, wc: &SendWc, sent: SentCtxt<'_>) {
 /// `svc_rdma_free` releases it, once `ib_drain_qp` has flushed the posted
 /// Writes. Returns 0, as C does:
 /// the reply is gone with the connection.
-pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
+pub(crate) fn post_send<'r>(rdma: &Rdma, ctxt: Ctxt<'r>) -> Result<(), (Error, Ctxt<'r>)> {
     let sqecount = ctxt.sqecount();
     // Last line of defence: a chain larger than the whole SQ would wait in
     // `sq_wait` until the connection closes (`svc_rdma_sendto` answers an
@@ -303,7 +303,11 @@ pub(crate) fn post_send(rdma: &Rdma, ctxt: Ctxt) -> Result<(), (Error, Ctxt)> {
 
 /// The posting half of [`post_send`], with its SQ entries reserved:
 /// `post` is `ib_post_send`, or a stand-in in the KUnit tests.
-pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: Poster) -> Result<(), (Error, Ctxt)> {
+pub(crate) fn post_chain<'r>(
+    rdma: &Rdma,
+    ctxt: Ctxt<'r>,
+    post: Poster,
+) -> Result<(), (Error, Ctxt<'r>)> {
     events::post_send(&ctxt);
     match ctxt.post::<WcSend>(post) {
         Ok(()) => Ok(()),
@@ -315,7 +319,7 @@ pub(crate) fn post_chain(rdma: &Rdma, ctxt: Ctxt, post: Poster) -> Result<(), (E
 /// is closed, and the ctxt handed back (nothing posted) or parked (a
 /// partial post). Cold, so that the posting path keeps a small frame.
 #[cold]
-fn post_failed(rdma: &Rdma, failure: PostFailure) -> Result<(), (Error, Ctxt)> {
+fn post_failed<'r>(rdma: &Rdma, failure: PostFailure<'r>) -> Result<(), (Error, Ctxt<'r>)> {
     match failure {
         PostFailure::NotPosted { ret, ctxt } => {
             // Nothing was posted: the ctxt is still ours.

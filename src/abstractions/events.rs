@@ -49,7 +49,7 @@ pub(crate) fn wc_send_err(wc: &SendWc, cid: &sys::rpc_rdma_cid) {
 }
 
 /// `svcrdma_post_send`: a WR chain is about to be posted.
-pub(crate) fn post_send(ctxt: &Ctxt) {
+pub(crate) fn post_send(ctxt: &Ctxt<'_>) {
     // SAFETY: the event reads the ctxt we hold during the call.
     unsafe { trace::post_send(ctxt.as_ptr()) }
 }
@@ -74,7 +74,7 @@ pub(crate) fn dma_map_err(cid: &sys::rpc_rdma_cid, addr: u64, len: u32) {
 }
 
 /// `svcrdma_send_pullup`: `msglen` bytes were copied behind the header.
-pub(crate) fn send_pullup(ctxt: &Ctxt, msglen: u32) {
+pub(crate) fn send_pullup(ctxt: &Ctxt<'_>, msglen: u32) {
     // SAFETY: the event reads the ctxt we hold during the call.
     unsafe { trace::send_pullup(ctxt.as_ptr(), msglen) }
 }

@@ -173,10 +173,10 @@ pub(super) unsafe fn listed_ctxts() -> impl Iterator<Item = (*mut sys::svc_rdma_
 /// after a partial post: nothing of them is in flight, and nobody else
 /// holds them. `seen` is told the state of every ctxt of the transport
 /// not on its free list, taken or not (for the teardown's report).
-pub(crate) fn take_unreturned(
-    gone: &SendQueueGone<'_>,
+pub(crate) fn take_unreturned<'a>(
+    gone: &SendQueueGone<'a>,
     mut seen: impl FnMut(CtxtState),
-) -> impl Iterator<Item = IdleCtxt> {
+) -> impl Iterator<Item = IdleCtxt<'a>> {
     let rdma = gone.rdma().as_ptr();
     let mut taken = CtxtChain::new();
     let _guard = all_ctxts_lock().lock();
@@ -194,7 +194,7 @@ pub(crate) fn take_unreturned(
             }
             seen(state);
             if may_be_unreturned(state as i32) {
-                taken.push(Ctxt(NonNull::new_unchecked(c)));
+                taken.push(Ctxt(NonNull::new_unchecked(c), PhantomData));
             }
         }
     }

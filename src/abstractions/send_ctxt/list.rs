@@ -27,7 +27,7 @@ impl CtxtList {
 
     /// `llist_add`: adds `ctxt`; true if the list was empty. Any context,
     /// concurrently with other adds and with [`Self::take_all`].
-    pub(crate) fn push(&self, ctxt: Ctxt) -> bool {
+    pub(crate) fn push(&self, ctxt: Ctxt<'_>) -> bool {
         let c = ctxt.into_raw();
         // SAFETY: the node of a ctxt we give to the list.
         unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }
@@ -42,14 +42,15 @@ impl CtxtList {
 
     /// `llist_del_all`: takes every ctxt on the list. An empty list (as
     /// most drains find it) is seen with `llist_empty`'s one load, without
-    /// the exchange.
+    /// the exchange. The ctxts are the list's transport's, which lives as
+    /// long as the list is borrowed.
     ///
     /// # Safety
     ///
     /// No [`Self::pop`] of this list runs meanwhile: `llist.h` allows
     /// `llist_del_all` beside adds and other `llist_del_all`s, but not
     /// beside an unlocked-against-it `llist_del_first` (ABA).
-    pub(crate) unsafe fn take_all(&self) -> CtxtChain {
+    pub(crate) unsafe fn take_all(&self) -> CtxtChain<'_> {
         if self.is_empty() {
             return CtxtChain::new();
         }
@@ -57,7 +58,7 @@ impl CtxtList {
         let first = unsafe { sys::rs_llist_del_all(self.0.get()) };
         // INVARIANT: the detached nodes are ctxts' `sc_node`s (type
         // invariant), now reachable only through the chain.
-        CtxtChain(first)
+        CtxtChain(first, PhantomData)
     }
 
     /// `llist_del_first` under `lock`, which every consumer of this list
@@ -67,7 +68,7 @@ impl CtxtList {
     ///
     /// Every caller of `pop` on this list passes the same lock, and no
     /// [`Self::take_all`] of this list runs meanwhile.
-    pub(crate) unsafe fn pop(&self, lock: &SpinLock<()>) -> Option<Ctxt> {
+    pub(crate) unsafe fn pop(&self, lock: &SpinLock<()>) -> Option<Ctxt<'_>> {
         let node = {
             let _guard = lock.lock();
             // SAFETY: consumers are serialised by `lock`, and no
@@ -76,7 +77,7 @@ impl CtxtList {
         };
         // SAFETY: a node of this list, which links only ctxts' `sc_node`s
         // (`from_raw`'s contract).
-        NonNull::new(node).map(|n| Ctxt(unsafe { ctxt_of(n) }))
+        NonNull::new(node).map(|n| Ctxt(unsafe { ctxt_of(n) }, PhantomData))
     }
 }
 
@@ -103,18 +104,21 @@ pub(super) unsafe fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc
 /// # Invariants
 ///
 /// Null, or the first of a null-terminated chain of `sc_node`s of ctxts
-/// that belong to the chain.
+/// that belong to the chain, whose transports live for `'r`.
 #[must_use = "the ctxts of a chain must be released"]
-pub(crate) struct CtxtChain(pub(super) *mut sys::llist_node);
+pub(crate) struct CtxtChain<'r>(
+    pub(super) *mut sys::llist_node,
+    pub(super) PhantomData<&'r Rdma>,
+);
 
-impl CtxtChain {
+impl<'r> CtxtChain<'r> {
     /// An empty chain.
     pub(crate) fn new() -> Self {
-        Self(null_mut())
+        Self(null_mut(), PhantomData)
     }
 
     /// Adds `ctxt` in front.
-    pub(crate) fn push(&mut self, ctxt: Ctxt) {
+    pub(crate) fn push(&mut self, ctxt: Ctxt<'r>) {
         let c = ctxt.into_raw();
         // SAFETY: the node of a ctxt we give to the chain.
         unsafe { (*c).sc_node.next = self.0 };
@@ -124,7 +128,7 @@ impl CtxtChain {
     }
 }
 
-impl Drop for CtxtChain {
+impl Drop for CtxtChain<'_> {
     /// Drops what the chain still holds, as each [`Ctxt`] drops (a put,
     /// or a refusal that is reported), so that no ctxt is lost unlisted
     /// with an abandoned chain. Every user iterates its chain to the end.
@@ -135,16 +139,16 @@ impl Drop for CtxtChain {
     }
 }
 
-impl Iterator for CtxtChain {
-    type Item = Ctxt;
+impl<'r> Iterator for CtxtChain<'r> {
+    type Item = Ctxt<'r>;
 
-    fn next(&mut self) -> Option<Ctxt> {
+    fn next(&mut self) -> Option<Ctxt<'r>> {
         let node = NonNull::new(self.0)?;
         // SAFETY: a node of our chain (type invariant); its link is read
         // before the ctxt is handed out (its new owner may relink it).
         self.0 = unsafe { (*node.as_ptr()).next };
         // SAFETY: a node of our chain is a ctxt's `sc_node` (type
         // invariant).
-        Some(Ctxt(unsafe { ctxt_of(node) }))
+        Some(Ctxt(unsafe { ctxt_of(node) }, PhantomData))
     }
 }

@@ -127,8 +127,10 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 /// - Points to a ctxt allocated by [`Ctxt::alloc`] (or KUnit's stand-in,
 ///   which has the same layout): its [`Ledger`], the C struct, then
 ///   `sc_max_send_sges` SGEs of its transport.
-/// - `sc_rdma` is its transport, which outlives it (`svc_rdma_free`
-///   destroys the ctxts first).
+/// - `sc_rdma` is its transport, which lives for `'r` (a borrow of the
+///   transport, or, for a ctxt made from a C pointer, as long as the
+///   caller of [`Ctxt::from_raw`] promised): safe code cannot keep a ctxt
+///   past the transport, e.g. in a work item, which needs `'static`.
 /// - The holder has exclusive access: the ctxt is on no list, no CPU
 ///   code but the holder's touches it, and no WR of its chain is posted
 ///   (a posted ctxt is a [`SentCtxt`] for its completion, or, partly
@@ -139,21 +141,21 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 /// - `sc_xprt_buf` points to its own header buffer, of its ledger's
 ///   `xprt_buf_len` bytes, initialised (zeroed at allocation), which C
 ///   code never reassigns (a stand-in's is empty).
-pub(crate) struct Ctxt(NonNull<sys::svc_rdma_send_ctxt>);
+pub(crate) struct Ctxt<'r>(NonNull<sys::svc_rdma_send_ctxt>, PhantomData<&'r Rdma>);
 
 // SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
 // may use (completions run on another CPU than the poster).
-unsafe impl Send for Ctxt {}
+unsafe impl Send for Ctxt<'_> {}
 
-impl Ctxt {
+impl<'r> Ctxt<'r> {
     /// Takes ownership of the ctxt at `ptr`; `None` for null.
     ///
     /// # Safety
     ///
-    /// `ptr` is null or a ctxt as the type invariant says, whose ownership
-    /// the caller gives up.
+    /// `ptr` is null or a ctxt as the type invariant says, whose
+    /// transport lives for `'r`, and whose ownership the caller gives up.
     pub(crate) unsafe fn from_raw(ptr: *mut sys::svc_rdma_send_ctxt) -> Option<Self> {
-        NonNull::new(ptr).map(Self)
+        NonNull::new(ptr).map(|p| Self(p, PhantomData))
     }
 
     /// Gives up ownership, for a caller that hands the ctxt to C, or
@@ -178,8 +180,8 @@ impl Ctxt {
     }
 
     /// The transport this ctxt belongs to.
-    pub(crate) fn rdma(&self) -> &Rdma {
-        // SAFETY: `sc_rdma` outlives the ctxt (type invariant).
+    pub(crate) fn rdma(&self) -> &'r Rdma {
+        // SAFETY: `sc_rdma` lives for `'r` (type invariant).
         unsafe { Rdma::from_raw(self.raw().sc_rdma) }
     }
 
@@ -190,7 +192,7 @@ impl Ctxt {
     /// allocates its ctxts once, when its pool grows.
     #[cold]
     #[inline(never)]
-    pub(crate) fn alloc(rdma: &Rdma) -> Option<Self> {
+    pub(crate) fn alloc(rdma: &'r Rdma) -> Option<Self> {
         let device = rdma.device();
         let node = device.numa_node();
         if rdma.max_send_sges() == 0 {
@@ -249,7 +251,7 @@ impl Ctxt {
         // transport's SGE count; `sc_rdma` set; SGE 0 gets the header
         // buffer's mapping just below, before the ctxt is handed out; no
         // payload SGE (`num_sge` 0); the header buffer zeroed; only ours.
-        let mut this = Self(NonNull::new(c)?);
+        let mut this = Self(NonNull::new(c)?, PhantomData);
         let lkey = rdma.local_dma_lkey();
         for sge in this.sges_mut() {
             sge.lkey = lkey;
@@ -630,7 +632,7 @@ impl Ctxt {
     unsafe fn queue_for_release(c: NonNull<sys::svc_rdma_send_ctxt>) -> Result<(), CtxtState> {
         // The ctxt is given away below: only its methods are used, never
         // its drop.
-        let this = ManuallyDrop::new(Self(c));
+        let this = ManuallyDrop::new(Self(c, PhantomData));
         let state = this.state_ptr();
         // SAFETY: the ledger's state word (`Ledger` invariants), read as
         // `READ_ONCE`: a ctxt put twice may be held by someone else now.
@@ -670,7 +672,7 @@ impl Ctxt {
     /// since the completion may run before `post` returns). `post` first
     /// makes the header SGE's CPU writes visible to the device (C's
     /// `ib_dma_sync_single_for_device` in `svc_rdma_post_send`).
-    pub(crate) fn post<H: SendCompletion>(self, post: Poster) -> Result<(), PostFailure> {
+    pub(crate) fn post<H: SendCompletion>(self, post: Poster) -> Result<(), PostFailure<'r>> {
         let rdma = self.rdma();
         let qp = rdma.qp();
         let hdr: *const sys::ib_sge = self.header_sge();
@@ -716,7 +718,7 @@ impl Ctxt {
     }
 }
 
-impl Drop for Ctxt {
+impl Drop for Ctxt<'_> {
     /// Puts the ctxt ([`Ctxt::try_put`]), so that every early return of
     /// the Send path releases the reply's resources. A refused put is
     /// reported once with a warning. Out of line: it ends every early
@@ -747,25 +749,25 @@ pub(crate) fn report_refused_put(was: CtxtState) {
 /// No WR of the ctxt's chain is posted and not completed: its completion
 /// ran, it was never posted, or its QP is destroyed and its Send CQ's
 /// poller stopped ([`SendQueueGone`]).
-pub(crate) struct IdleCtxt(Ctxt);
+pub(crate) struct IdleCtxt<'r>(Ctxt<'r>);
 
-impl IdleCtxt {
+impl<'r> IdleCtxt<'r> {
     /// Asserts that nothing of `ctxt` is in flight.
     ///
     /// # Safety
     ///
     /// As the type invariant says.
-    pub(crate) unsafe fn assume(ctxt: Ctxt) -> Self {
+    pub(crate) unsafe fn assume(ctxt: Ctxt<'r>) -> Self {
         Self(ctxt)
     }
 
     /// The ctxt.
-    pub(crate) fn ctxt(&self) -> &Ctxt {
+    pub(crate) fn ctxt(&self) -> &Ctxt<'r> {
         &self.0
     }
 
     /// Back to a plain owned ctxt.
-    pub(crate) fn into_ctxt(self) -> Ctxt {
+    pub(crate) fn into_ctxt(self) -> Ctxt<'r> {
         self.0
     }
 
@@ -867,7 +869,7 @@ impl IdleCtxt {
 /// # Invariants
 ///
 /// Points to the ctxt it was taken from, borrowed for `'a`.
-pub(crate) struct CtxtTracer<'a>(NonNull<sys::svc_rdma_send_ctxt>, PhantomData<&'a Ctxt>);
+pub(crate) struct CtxtTracer<'a>(NonNull<sys::svc_rdma_send_ctxt>, PhantomData<&'a Ctxt<'a>>);
 
 impl CtxtTracer<'_> {
     /// The C pointer, for the events (which read only its cid).
@@ -894,7 +896,7 @@ impl Rdma {
 
     /// Takes every ctxt queued for release: their Sends completed, or were
     /// never posted.
-    pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt> {
+    pub(crate) fn take_released_ctxts(&self) -> impl Iterator<Item = IdleCtxt<'_>> {
         // SAFETY: nothing pops the release list: it is only added to and
         // emptied whole.
         let queued = unsafe { self.released_ctxts().take_all() };
@@ -908,7 +910,7 @@ impl Rdma {
     /// Only at teardown (`drained`), because `llist_del_all` racing the
     /// locked `llist_del_first` of [`Self::pop_free_ctxt`] is the ABA case
     /// `llist.h` forbids.
-    pub(crate) fn take_free_ctxts(drained: &Drained<'_>) -> impl Iterator<Item = IdleCtxt> {
+    pub(crate) fn take_free_ctxts<'a>(drained: &Drained<'a>) -> impl Iterator<Item = IdleCtxt<'a>> {
         // SAFETY: nothing pops the free list at teardown (`Drained`
         // invariant).
         let free = unsafe { drained.rdma().free_ctxts().take_all() };
@@ -925,7 +927,7 @@ impl Rdma {
     }
 
     /// Takes an idle ctxt from the free list.
-    pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt> {
+    pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt<'_>> {
         // SAFETY: every consumer of the free list pops through here, under
         // `sc_send_lock`, but teardown's `take_free_ctxts`, which runs when
         // no request pops any more (its `# Safety`).
@@ -934,7 +936,7 @@ impl Rdma {
 }
 
 #[cfg(rpcrdma_kunit)]
-impl Ctxt {
+impl Ctxt<'_> {
     /// The state of the ctxt at `p`, for a test that holds no [`Ctxt`]
     /// of it (`READ_ONCE`).
     ///

@@ -29,11 +29,11 @@ pub(crate) trait SendCompletion {
 /// The ctxt's WR chain was posted by [`Ctxt::post`] and its Send has
 /// completed: its state is [`CtxtState::Posted`], and nothing but this
 /// handle holds it.
-pub(crate) struct SentCtxt<'a>(pub(super) Ctxt, pub(super) PhantomData<&'a Rdma>);
+pub(crate) struct SentCtxt<'a>(pub(super) Ctxt<'a>);
 
-impl SentCtxt<'_> {
+impl<'a> SentCtxt<'a> {
     /// The ctxt.
-    pub(crate) fn ctxt(&self) -> &Ctxt {
+    pub(crate) fn ctxt(&self) -> &Ctxt<'a> {
         &self.0
     }
 
@@ -60,15 +60,15 @@ pub(super) unsafe extern "C" fn send_done<H: SendCompletion>(
     // the call (`# Safety`).
     let wc = unsafe { SendWc::from_raw(wc) };
     // SAFETY: the completion of a Send that `Ctxt::post` posted, delivered
-    // once (`# Safety`): the ctxt is the handler's now.
+    // once (`# Safety`): the ctxt is the handler's now. Its transport,
+    // `sc_rdma` (also the CQ's context; the ib_cq stays opaque here), is
+    // live for this call: its teardown waits for its completions to have
+    // run (`ib_drain_qp`, or `Drained::destroy_qp_and_quiesce_send_cq`).
     let ctxt = unsafe { wc.take_ctxt() };
-    // SAFETY: the ctxt's transport, `sc_rdma`, which is also the CQ's
-    // context (the ib_cq stays opaque here), live for this call: its
-    // teardown waits for its completions to have run (`ib_drain_qp`, or
-    // `Drained::destroy_qp_and_quiesce_send_cq`). Borrowed for the call
-    // only, apart from the ctxt, which the handler gives away.
-    let rdma = unsafe { Rdma::from_raw(ctxt.rdma().as_ptr()) };
-    H::complete(rdma, wc, SentCtxt(ctxt, PhantomData));
+    // Borrowed for the call only, as the ctxt, which the handler gives
+    // away.
+    let rdma = ctxt.rdma();
+    H::complete(rdma, wc, SentCtxt(ctxt));
 }
 
 /// How [`Ctxt::post`] posts a WR chain: the shim's `rs_ib_post_send`
@@ -116,20 +116,20 @@ pub(crate) type PostFn = unsafe extern "C" fn(
 ) -> i32;
 
 /// A failed [`Ctxt::post`].
-pub(crate) enum PostFailure {
+pub(crate) enum PostFailure<'r> {
     /// Nothing was posted: the ctxt is handed back, owned.
     NotPosted {
         /// What the poster returned.
         ret: i32,
         /// The ctxt, whose Send will never complete.
-        ctxt: Ctxt,
+        ctxt: Ctxt<'r>,
     },
     /// Some chunk Writes were posted, the Send was not.
     Partial {
         /// What the poster returned.
         ret: i32,
         /// The ctxt, which posted Writes may still read.
-        ctxt: PartlyPosted,
+        ctxt: PartlyPosted<'r>,
         /// How many WRs of the chain were not posted (a driver that
         /// reports no bad WR is taken the safe way: something may be in
         /// flight).
@@ -143,11 +143,11 @@ pub(crate) enum PostFailure {
 /// cannot be put or released, only parked ([`Self::park`], which dropping
 /// it does too) until transport teardown reclaims it
 /// (`ctxt::release_unreturned`).
-pub(crate) struct PartlyPosted(pub(super) ManuallyDrop<Ctxt>);
+pub(crate) struct PartlyPosted<'r>(pub(super) ManuallyDrop<Ctxt<'r>>);
 
-impl PartlyPosted {
+impl<'r> PartlyPosted<'r> {
     /// The ctxt, to read.
-    pub(crate) fn ctxt(&self) -> &Ctxt {
+    pub(crate) fn ctxt(&self) -> &Ctxt<'r> {
         &self.0
     }
 
@@ -158,7 +158,7 @@ impl PartlyPosted {
     }
 }
 
-impl Drop for PartlyPosted {
+impl Drop for PartlyPosted<'_> {
     fn drop(&mut self) {
         self.0.set_state(CtxtState::Orphan);
         // The ctxt is left to its ledger: never put, never dropped.
@@ -202,23 +202,23 @@ impl SendWc {
     /// # Safety
     ///
     /// The completion is of a Send posted by [`Ctxt::post`] (its `wr_cqe`
-    /// is that ctxt's `sc_cqe`), and is taken once.
-    unsafe fn take_ctxt(&self) -> Ctxt {
+    /// is that ctxt's `sc_cqe`), and is taken once; the ctxt's transport
+    /// lives while the completion is borrowed (the handler's call).
+    unsafe fn take_ctxt(&self) -> Ctxt<'_> {
         // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt (`# Safety`),
         // whose ownership passes to the completion.
-        unsafe {
+        let ctxt = unsafe {
             let cqe = *(*self.0.get()).__bindgen_anon_1.wr_cqe.as_ref();
-            Ctxt(NonNull::new_unchecked(kernel::container_of!(
-                cqe,
-                sys::svc_rdma_send_ctxt,
-                sc_cqe
-            )))
-        }
+            NonNull::new_unchecked(kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe))
+        };
+        // INVARIANT: a ctxt `Ctxt::post` posted, now the caller's, whose
+        // transport lives for the borrow (`# Safety`).
+        Ctxt(ctxt, PhantomData)
     }
 }
 
 #[cfg(rpcrdma_kunit)]
-impl SentCtxt<'_> {
+impl<'a> SentCtxt<'a> {
     /// The completion's handle on a posted `ctxt`, for a KUnit case that
     /// plays the Send completion.
     ///
@@ -226,7 +226,7 @@ impl SentCtxt<'_> {
     ///
     /// As the type invariant says: `ctxt` is marked posted, and nothing
     /// else will put it.
-    pub(crate) unsafe fn assume_for_test(ctxt: Ctxt) -> Self {
-        Self(ctxt, PhantomData)
+    pub(crate) unsafe fn assume_for_test(ctxt: Ctxt<'a>) -> Self {
+        Self(ctxt)
     }
 }
