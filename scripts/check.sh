@@ -332,11 +332,45 @@ do_teardown_flavour() {
 	fi
 }
 
+# teardown_strand STRAND: the teardown test of the rust flavour over
+# soft-iWARP whose drain leaves every Send in flight unflushed
+# (scripts/build-siw-strand.sh, siw strand_sends): with 1 their completions
+# come inside ib_destroy_qp(), with 2 never. siw does this by itself only
+# now and then (upstream report 7); here every teardown with Sends in
+# flight does, so teardown's handling of ctxts a drain left behind
+# (src/ctxt.rs, release_unreturned: QP destroyed early, Send CQ quiesced,
+# what completed meanwhile released, what never completed reclaimed) runs
+# in the production build, under the coverage plugin. The guest's own
+# checks still hold: fio verified, leak counters back to 0, rpcrdma
+# unloads, every DMA mapping undone (DMA-mapped mode).
+do_teardown_strand() {
+	local strand=$1 run rc=0 early meanwhile never siw
+	siw=$(bash "$TOP/scripts/build-siw-strand.sh" 2>"$LOGS/siw-strand.out") ||
+		{ bad "teardown siw strand_sends=$strand: siw.ko does not build ($LOGS/siw-strand.out)"; return 1; }
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args rust trace) -D -t 500 -e rs_fabric=siw \
+		-e rs_siw_strand="$strand" -n "teardown-strand$strand-rust" teardown rust 3) || rc=$?
+	cov_note_run rust "$run"
+	relay_guest "teardown siw strand_sends=$strand" "$run"
+	[ -f "$run/summary" ] && grep -E '^teardown_(qp|completed|never)' "$run/summary" | sed 's/^/    /'
+	[ "$rc" = 0 ] || bad "teardown siw strand_sends=$strand VM run (status $rc, logs in $run)"
+	early=$(sed -n 's/^teardown_qp_destroyed_early=//p' "$run/summary" 2>/dev/null)
+	meanwhile=$(sed -n 's/^teardown_completed_meanwhile=//p' "$run/summary" 2>/dev/null)
+	never=$(sed -n 's/^teardown_never_completed=//p' "$run/summary" 2>/dev/null)
+	case $strand in
+	1) [ "${early:-0}" -gt 0 ] && [ "${meanwhile:-0}" -gt 0 ] && [ "${never:-0}" = 0 ] ;;
+	2) [ "${early:-0}" -gt 0 ] && [ "${never:-0}" -gt 0 ] ;;
+	esac && ok "teardown siw strand_sends=$strand: $early teardowns destroyed the QP early; $meanwhile Sends completed meanwhile, $never never completed and were reclaimed" ||
+		bad "teardown siw strand_sends=$strand: QP destroyed early ${early:-?}, completed meanwhile ${meanwhile:-?}, never completed ${never:-?} ($run)"
+}
+
 do_e2e() {
 	do_e2e_flavour c
 	do_e2e_flavour rust
 	do_teardown_flavour c
 	do_teardown_flavour rust
+	do_teardown_strand 1
+	do_teardown_strand 2
 }
 
 # The two-VM conformance suite (scripts/conformance.sh), both flavours, over
@@ -432,8 +466,10 @@ do_failfunc() {
 # Machine-code coverage of the Send path over this run's VM runs (lib.sh
 # cov_vm_args; c's beside rust's): scripts/coverage_report.py, which fails
 # when rust is below the floor; the never-executed blocks are in
-# $LOGS/coverage-blocks-{rust,c}.txt.
-COVERAGE_FLOOR=${COVERAGE_FLOOR:-77}
+# $LOGS/coverage-blocks-{rust,c}.txt. The floor (Documentation/testing.rst):
+# 84.8% measured with the teardown phase's siw strand runs, which make the
+# teardown of ctxts a drain left behind run at every make check.
+COVERAGE_FLOOR=${COVERAGE_FLOOR:-82}
 do_coverage() {
 	local n
 	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)

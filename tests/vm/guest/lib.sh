@@ -114,7 +114,21 @@ setup_fabric() {
 	ip addr add "${1:-$SERVER_IP}"/24 dev eth0
 	ip link set eth0 up
 	case $FABRIC in
-	siw) modprobe siw; dev=siw0 ;;
+	siw)
+		if [ -n "${rs_siw_strand:-}" ]; then
+			# scripts/build-siw-strand.sh's siw: a drain leaves the
+			# WRs in flight unflushed (1: until the QP is destroyed,
+			# 2: for ever).
+			# insmod: only modprobe reads siw.* from the command line.
+			modprobe ib_core
+			insmod "$MODULES/siw-strand/siw.ko" strand_sends="$rs_siw_strand" \
+				$([ "${rs_dma:-0}" = 1 ] && echo dma_mapped=1) ||
+				{ fail "siw with strand_sends=$rs_siw_strand"; return 1; }
+		else
+			modprobe siw
+		fi
+		dev=siw0
+		;;
 	*) modprobe rdma_rxe; dev=rxe0 ;;
 	esac
 	rdma link add $dev type "$FABRIC" netdev eth0
