@@ -17,7 +17,10 @@ KDIR=$(kernel_build)
 SIW=$(kernel_build_src)/drivers/infiniband/sw/siw
 [ -f "$SIW/siw_qp.c" ] || die "no siw sources at $SIW"
 PATCH=$TOP/scripts/test-modules/siw-strand-sends.patch
-key=$( { echo "$KDIR"; cat "$PATCH" "$SIW"/*.[ch]; } | sha256sum | cut -c1-12)
+# Everything the module is made of: this script, the patch, the siw
+# sources and Makefile, and the kernel it is built against.
+key=$( { echo "$KDIR"; cat "$0" "$PATCH" "$SIW"/*.[ch] "$SIW/Makefile" "$KDIR/Module.symvers" \
+	"$KDIR/include/config/kernel.release" "$KDIR/.config"; } | sha256sum | cut -c1-12)
 STAGE=$CACHE/modbuild/siw-strand-$key
 OUT=$TOP/$MODULE_OUT/siw-strand
 if [ ! -f "$STAGE/siw.ko" ]; then

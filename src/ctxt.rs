@@ -131,12 +131,17 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt<'_>> {
 /// `svc_rdma_send_ctxt_release`: unmaps, releases the reply's pages, and
 /// returns the ctxt to the free list. Inline in the drain, its only
 /// caller (teardown queues what it releases for a drain too).
+///
+/// # Safety
+///
+/// `ctxt` is a ctxt of `rdma`.
 #[inline(always)]
-fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt<'_>) {
+unsafe fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt<'_>) {
     ctxt.release_io(events::dma_unmap_page);
     let ctxt = ctxt.into_ctxt();
     ctxt.set_state(CtxtState::Free);
-    rdma.free_ctxts().push(ctxt);
+    // SAFETY: the free list of the ctxt's own transport (`# Safety`).
+    unsafe { rdma.free_ctxts().push(ctxt) };
 }
 
 /// `svc_rdma_send_ctxts_drain`: releases every ctxt whose Send completed.
@@ -156,7 +161,9 @@ pub(crate) fn send_ctxts_drain(rdma: &Rdma) {
 #[inline(never)]
 fn release_completed(rdma: &Rdma) {
     for ctxt in rdma.take_released_ctxts() {
-        release_to_pool(rdma, ctxt);
+        // SAFETY: taken off `rdma`'s own release list, which holds only
+        // its ctxts (`CtxtList` invariant).
+        unsafe { release_to_pool(rdma, ctxt) };
     }
 }
 

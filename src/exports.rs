@@ -286,8 +286,8 @@ pub unsafe extern "C" fn svc_rdma_map_reply_msg(
     let Some(mut sctxt) = sctxt else {
         return kernel::error::code::EINVAL.to_errno();
     };
-    // SAFETY: the caller keeps `xdr`'s memory until `sctxt` is released,
-    // success or not (`# Safety`).
+    // SAFETY: `sctxt` is `rdma`'s, and the caller keeps `xdr`'s memory
+    // until `sctxt` is released, success or not (`# Safety`).
     let ret = unsafe { crate::mapping::map_reply_msg(rdma, &mut sctxt, write_pcl, reply_pcl, xdr) };
     // Lent, not given: the caller still owns it.
     let _ = sctxt.into_raw();

@@ -145,7 +145,11 @@ impl Drop for FakeRdma {
     fn drop(&mut self) {
         // Free every ctxt of this transport, on whatever list the test
         // left it (all of them are on the list of all ctxts).
-        while Ctxt::free_next_for_test(self.rdma()) {}
+        // SAFETY: the transport is being dropped, so no handle of its ctxts
+        // is left (a ctxt borrows the transport, `Ctxt<'r>`; a test that
+        // turned one into a pointer gave it up), and the stand-in posts
+        // nothing.
+        while unsafe { Ctxt::free_next_for_test(self.rdma()) } {}
         // SAFETY: attached in `new`; no ctxt refers to the transport now.
         unsafe { sys::rs_fake_parts_free(self.parts.as_ptr()) };
         // SAFETY: allocated in `new` by `zalloc`; no ctxt chains them now.

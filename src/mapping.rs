@@ -291,10 +291,12 @@ fn pull_up_reply_msg(sctxt: &mut Ctxt<'_>, write_pcl: &Pcl, xdr: &XdrBuf) -> c_i
 ///
 /// # Safety
 ///
-/// The memory of `xdr` stays allocated until every payload mapping of
-/// `sctxt` is undone: by the ctxt's release after a success, and after a
-/// failure by that release or [`Ctxt::unmap_payload_sges`], whichever
-/// comes first. The mappings do not borrow it.
+/// `sctxt` is a ctxt of `rdma` (its mappings are made on `rdma`'s device
+/// and undone on the ctxt's). The memory of `xdr` stays allocated until
+/// every payload mapping of `sctxt` is undone: by the ctxt's release after
+/// a success, and after a failure by that release or
+/// [`Ctxt::unmap_payload_sges`], whichever comes first. The mappings do not
+/// borrow it.
 pub(crate) unsafe fn map_reply_msg(
     rdma: &Rdma,
     sctxt: &mut Ctxt<'_>,

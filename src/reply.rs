@@ -113,15 +113,20 @@ pub(crate) fn send_error_msg(rdma: &Rdma, mut sctxt: Ctxt<'_>, rctxt: &RecvCtxt,
 
 /// `svc_rdma_send_reply_msg`: maps the reply, moves its pages into the
 /// ctxt, picks Send or Send With Invalidate, and posts.
-fn send_reply_msg<'r>(
+///
+/// # Safety
+///
+/// `sctxt` is a ctxt of `rdma`: the reply is mapped on `rdma`'s device and
+/// unmapped on the ctxt's.
+unsafe fn send_reply_msg<'r>(
     rdma: &Rdma,
     mut sctxt: Ctxt<'r>,
     rctxt: &RecvCtxt,
     rqst: &mut Rqst,
 ) -> Result<(), (Error, Ctxt<'r>)> {
-    // SAFETY: on success the reply's pages (its head and tail live in
-    // them too) are moved into the ctxt just below and kept until its
-    // release. On any failure, that move's included, the error labels
+    // SAFETY: `sctxt` is `rdma`'s (`# Safety`). On success the reply's
+    // pages (its head and tail live in them too) are moved into the ctxt
+    // just below and kept until its release. On any failure, that move's included, the error labels
     // undo what is still mapped before the request frees its pages:
     // `put_ctxt` with `unmap_payload_sges`, or, for an RDMA_ERROR,
     // `send_error_msg`'s `set_header_sge`, which undoes them too.
@@ -248,7 +253,8 @@ pub(crate) fn sendto(rdma: &Rdma, rqst: &mut Rqst, rctxt: &mut RecvCtxt) -> i32 
     if let Err(e) = encode_reply_header(rdma, &mut sctxt, rctxt, rc_size) {
         return put_ctxt(rdma, rqst, sctxt, e);
     }
-    match send_reply_msg(rdma, sctxt, rctxt, rqst) {
+    // SAFETY: `sctxt` came from `send_ctxt_get(rdma)`.
+    match unsafe { send_reply_msg(rdma, sctxt, rctxt, rqst) } {
         Ok(()) => 0,
         Err((e, sctxt)) => send_err(rdma, rqst, rctxt, sctxt, e),
     }

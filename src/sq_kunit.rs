@@ -199,8 +199,14 @@ mod tests {
         })?;
         // B is asleep on sc_send_wait, holding ticket 0.
         let asleep = wait_until(3000, || r.send_wait().is_active());
-        let mut result = Err(ETIMEDOUT);
-        if asleep {
+        // A's thread, ours only: it uses the transport until it reports.
+        let mut a_thread = None;
+        // No early return past this point until B (and A) are done with
+        // the transport: the scenario's errors are collected instead.
+        let mut scenario = || -> Result<bool> {
+            if !asleep {
+                return Err(ETIMEDOUT);
+            }
             let a = Waiter::new(&f, c_algorithm)?;
             if c_algorithm {
                 // A, first half: C's atomic_sub_return(6) < 0.
@@ -219,6 +225,7 @@ mod tests {
                     );
                     a2.state.store(if got { 1 } else { 2 }, Release);
                 })?;
+                a_thread = Some(a.clone());
                 if !wait_until(3000, sq::test_hook::holding) {
                     sq::test_hook::disarm();
                 }
@@ -246,18 +253,23 @@ mod tests {
             // A failed, and B still waits although its 4 entries are free.
             let a_done = wait_until(3000, || a.state.load(Acquire) != 0);
             let stalled = w.state.load(Acquire) == 0 && r.sq_avail().load(Relaxed) >= 4;
-            result = if !rechecking || !in_window {
+            if !rechecking || !in_window {
                 Err(ETIMEDOUT)
             } else if a_done && a.state.load(Acquire) == 2 {
                 Ok(stalled)
             } else {
                 Err(EINVAL)
-            };
-        }
+            }
+        };
+        let result = scenario();
         // Release B if it still waits: the connection closes.
         r.deferred_close();
-        if !wait_until(3000, || w.state.load(Acquire) != 0) {
-            // B still uses the transport: leak it rather than free it.
+        sq::test_hook::disarm();
+        // A's hold ends within 10 s of the disarm (`test_hook`).
+        let a_gone = a_thread.is_none_or(|a| wait_until(11_000, || a.state.load(Acquire) != 0));
+        if !wait_until(3000, || w.state.load(Acquire) != 0) || !a_gone {
+            // A thread still uses the transport: leak it rather than free
+            // it.
             core::mem::forget(f);
             return Err(ETIMEDOUT);
         }

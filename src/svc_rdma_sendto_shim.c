@@ -192,12 +192,16 @@ static int rs_fake_post_send(struct ib_qp *qp, const struct ib_send_wr *wr,
  * @rdma: a zeroed transport only the caller knows
  *
  * Return: what to pass to rs_fake_parts_free() once the transport and
- * its ctxts are gone, or NULL when memory is short.
+ * its ctxts are gone, or NULL when memory is short or the IB core has no
+ * virtual-DMA path (HIGHMEM), which the device relies on.
  */
 void *rs_fake_parts_attach(struct svcxprt_rdma *rdma)
 {
-	struct rs_fake_parts *p = kzalloc(sizeof(*p), GFP_KERNEL);
+	struct rs_fake_parts *p;
 
+	if (!IS_ENABLED(CONFIG_INFINIBAND_VIRT_DMA))
+		return NULL;
+	p = kzalloc_obj(*p);
 	if (!p)
 		return NULL;
 	p->device.ops.post_send = rs_fake_post_send;

@@ -310,7 +310,7 @@ impl<'a> SendQueueGone<'a> {
         self.rdma
     }
 
-    /// For a KUnit stand-in transport, which has no QP: nothing can
+    /// For a KUnit stand-in transport, whose QP posts nothing: nothing can
     /// complete but what the test itself completes.
     ///
     /// # Safety

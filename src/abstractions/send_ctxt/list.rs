@@ -11,8 +11,10 @@ use super::*;
 ///
 /// # Invariants
 ///
-/// An initialised `llist_head` whose nodes are the `sc_node`s of ctxts
-/// that belong to the list (a ctxt on it is owned by no one else).
+/// An initialised `llist_head` of a transport, whose nodes are the
+/// `sc_node`s of that transport's ctxts (`sc_rdma` is it) that belong to
+/// the list (a ctxt on it is owned by no one else). So a ctxt taken off
+/// the list can carry the lifetime of the list's borrow.
 #[repr(transparent)]
 pub(crate) struct CtxtList(pub(super) Opaque<sys::llist_head>);
 
@@ -27,7 +29,13 @@ impl CtxtList {
 
     /// `llist_add`: adds `ctxt`; true if the list was empty. Any context,
     /// concurrently with other adds and with [`Self::take_all`].
-    pub(crate) fn push(&self, ctxt: Ctxt<'_>) -> bool {
+    ///
+    /// # Safety
+    ///
+    /// `ctxt` is a ctxt of the transport this list belongs to.
+    pub(crate) unsafe fn push(&self, ctxt: Ctxt<'_>) -> bool {
+        // INVARIANT: a ctxt of the list's transport (`# Safety`), given to
+        // the list.
         let c = ctxt.into_raw();
         // SAFETY: the node of a ctxt we give to the list.
         unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }

@@ -124,9 +124,8 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 ///
 /// # Invariants
 ///
-/// - Points to a ctxt allocated by [`Ctxt::alloc`] (or KUnit's stand-in,
-///   which has the same layout): its [`Ledger`], the C struct, then
-///   `sc_max_send_sges` SGEs of its transport.
+/// - Points to a ctxt allocated by [`Ctxt::alloc`]: its [`Ledger`], the C
+///   struct, then `sc_max_send_sges` SGEs of its transport.
 /// - `sc_rdma` is its transport, which lives for `'r` (a borrow of the
 ///   transport, or, for a ctxt made from a C pointer, as long as the
 ///   caller of [`Ctxt::from_raw`] promised): safe code cannot keep a ctxt
@@ -655,13 +654,11 @@ impl<'r> Ctxt<'r> {
         let this = ManuallyDrop::new(self);
         // SAFETY: as the holder that puts it, we write the state word.
         unsafe { core::ptr::write_volatile(this.state_ptr(), CtxtState::Queued as i32) };
-        let rdma = this.raw().sc_rdma;
-        // SAFETY: the transport outlives its ctxts (`Ctxt` invariant: its
-        // teardown destroys them), so it is live for this call, after the
-        // ctxt is given away; `rdma` is a copy of the pointer, not a borrow
-        // of that ctxt.
-        let rdma = unsafe { Rdma::from_raw(rdma) };
-        if rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) && enqueue {
+        // Live for `'r` (`Ctxt` invariant), after the ctxt is given away:
+        // not a borrow of the ctxt.
+        let rdma = this.rdma();
+        // SAFETY: the release list of the ctxt's own transport.
+        if unsafe { rdma.released_ctxts().push(ManuallyDrop::into_inner(this)) } && enqueue {
             rdma.set_data_and_enqueue();
         }
     }
@@ -976,9 +973,14 @@ impl Ctxt<'_> {
 
     /// Frees a ctxt of the KUnit stand-in transport `rdma`, wherever the
     /// test left it: the first still listed for it. False when none is
-    /// left. Only for a transport whose test is over: nothing may use its
-    /// ctxts any more (the stand-in posts nothing, so none is in flight).
-    pub(crate) fn free_next_for_test(rdma: &Rdma) -> bool {
+    /// left.
+    ///
+    /// # Safety
+    ///
+    /// The test of `rdma` is over: no [`Ctxt`], [`IdleCtxt`] or
+    /// [`SentCtxt`] of it exists any more, and nothing of it is posted (the
+    /// stand-in posts nothing).
+    pub(crate) unsafe fn free_next_for_test(rdma: &Rdma) -> bool {
         let Some(l) = layouts(rdma) else {
             return false;
         };

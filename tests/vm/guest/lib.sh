@@ -119,8 +119,9 @@ setup_fabric() {
 			# scripts/build-siw-strand.sh's siw: a drain leaves the
 			# WRs in flight unflushed (1: until the QP is destroyed,
 			# 2: for ever).
-			# insmod: only modprobe reads siw.* from the command line.
-			modprobe ib_core
+			# insmod, which loads no dependency and reads no siw.*
+			# of the command line: both done here.
+			modprobe -a $(modinfo -F depends "$MODULES/siw-strand/siw.ko" | tr , ' ')
 			insmod "$MODULES/siw-strand/siw.ko" strand_sends="$rs_siw_strand" \
 				$([ "${rs_dma:-0}" = 1 ] && echo dma_mapped=1) ||
 				{ fail "siw with strand_sends=$rs_siw_strand"; return 1; }

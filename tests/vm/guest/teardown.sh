@@ -17,6 +17,9 @@ if [ -n "${rs_siw_strand:-}" ]; then
 	sysctl -q -w net.ipv4.tcp_wmem="4096 8192 8192" net.ipv4.tcp_rmem="4096 8192 8192"
 fi
 load_rpcrdma "$flavour"
+# Kernel messages from here on are the workload's (a KUnit build's suites
+# ran during the load).
+dmesg_from=$(($(dmesg | wc -l) + 1))
 setup_fabric
 start_nfsd
 mount_rdma 3 /mnt/nfs || { fail "NFSv3 mount over RDMA"; exit 1; }
@@ -117,10 +120,10 @@ fi
 # Ctxts a drain left behind (rust's teardown report, src/ctxt.rs): with
 # scripts/build-siw-strand.sh's siw (rs_siw_strand), or a real siw strand.
 early() {
-	dmesg | sed -n "/QP destroyed early/s/.*[:,] \([0-9][0-9]*\) $1.*/\1/p" |
+	dmesg | tail -n +$dmesg_from | sed -n "/QP destroyed early/s/.*[:,] \([0-9][0-9]*\) $1.*/\1/p" |
 		awk '{ n += $1 } END { print n + 0 }'
 }
-result teardown_qp_destroyed_early "$(dmesg | grep -c 'QP destroyed early')"
+result teardown_qp_destroyed_early "$(dmesg | tail -n +$dmesg_from | grep -c 'QP destroyed early')"
 result teardown_completed_meanwhile "$(early 'completed meanwhile')"
 result teardown_never_completed "$(early 'never completed,')"
 dma_mode_check "teardown $flavour"
