@@ -357,11 +357,16 @@ do_teardown_strand() {
 	early=$(sed -n 's/^teardown_qp_destroyed_early=//p' "$run/summary" 2>/dev/null)
 	meanwhile=$(sed -n 's/^teardown_completed_meanwhile=//p' "$run/summary" 2>/dev/null)
 	never=$(sed -n 's/^teardown_never_completed=//p' "$run/summary" 2>/dev/null)
+	local seen=0
 	case $strand in
-	1) [ "${early:-0}" -gt 0 ] && [ "${meanwhile:-0}" -gt 0 ] && [ "${never:-0}" = 0 ] ;;
-	2) [ "${early:-0}" -gt 0 ] && [ "${never:-0}" -gt 0 ] ;;
-	esac && ok "teardown siw strand_sends=$strand: $early teardowns destroyed the QP early; $meanwhile Sends completed meanwhile, $never never completed and were reclaimed" ||
+	1) [ "${early:-0}" -gt 0 ] && [ "${meanwhile:-0}" -gt 0 ] && [ "${never:-0}" = 0 ] && seen=1 ;;
+	2) [ "${early:-0}" -gt 0 ] && [ "${never:-0}" -gt 0 ] && seen=1 ;;
+	esac
+	if [ "$seen" = 1 ]; then
+		ok "teardown siw strand_sends=$strand: $early teardowns destroyed the QP early; $meanwhile Sends completed meanwhile, $never never completed and were reclaimed"
+	else
 		bad "teardown siw strand_sends=$strand: QP destroyed early ${early:-?}, completed meanwhile ${meanwhile:-?}, never completed ${never:-?} ($run)"
+	fi
 }
 
 do_teardown_strands() {
