@@ -80,8 +80,9 @@ fn undo_failed_reservation(rdma: &Rdma, n: i32) {
     test_hook::failed_reservation(rdma, n);
     // The fully ordered add before the `waitqueue_active` check pairs with
     // the waiter's `set_current_state` before its condition check: either
-    // the waiter sees the entries back or this sees the waiter queued.
-    wake_send_waiters(rdma, n);
+    // the waiter sees the entries back or this sees the waiter queued. The
+    // exported copy: this path is cold, so it need not inline a second one.
+    wake_send_waiters_outlined(rdma, n);
 }
 
 /// A delay point for the KUnit suite between a failed reservation's
