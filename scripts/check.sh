@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|coverage]:
-# the test suite behind `make check` (all) and `make check-debug` (debug).
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|coverage]:
+# the test suite behind `make check` (all) and `make check-debug` (debug;
+# debug-storm [CYCLES] and debug-failslab are two of its phases alone).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
 # The debug run uses the debug kernel (scripts/kernel-debug.config) for
 # everything, including the builds and VMs of the phases it shares.
-[ "${1:-}" = debug ] && export KERNEL_VARIANT=debug
+case "${1:-}" in debug | debug-*) export KERNEL_VARIANT=debug ;; esac
 . "$(dirname "$0")/lib.sh"
 
 WHAT=${1:-all}
@@ -689,6 +690,16 @@ debug)
 		phase failslab do_failslab || true
 	fi
 	;;
+debug-storm | debug-failslab)
+	# One phase of `make check-debug`, alone (storm: CYCLES, default 100).
+	phase setup do_setup || { summary; exit 1; }
+	if phase build-debug build_kernel_and_modules; then
+		case $WHAT in
+		debug-storm) phase storm do_storm "${2:-100}" || true ;;
+		debug-failslab) phase failslab do_failslab || true ;;
+		esac
+	fi
+	;;
 host) phase host-tests do_host || true ;;
 build) phase setup do_setup && phase build do_build || true ;;
 kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
@@ -707,6 +718,6 @@ failfunc) phase setup do_setup && phase build do_build && phase failfunc do_fail
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab]" ;;
 esac
 summary

@@ -15,6 +15,8 @@ does with each, per RFC 8166 and the 7.3 server's rules:
               chunk segment lengths add up to the bytes the server wrote
               into the chunk, and whose Write chunk holds the READ payload
               (RFC 8166 sections 3.4.6, 4.3)
+  data_ok     an RDMA_MSG reply with COMPOUND status NFS4_OK whose READ
+              data, inline or in the Write chunk, is the file's
 
 After every case a fresh connection must still get NULL answered: the server
 keeps serving.
@@ -38,6 +40,7 @@ from pyverbs.cmid import CMID, AddrInfo, ConnParam
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
 from pyverbs.qp import QPCap, QPInitAttr
+from pyverbs.pyverbs_error import PyverbsError
 import pyverbs.cm_enums as ce
 import pyverbs.enums as e
 
@@ -46,6 +49,8 @@ ERR_VERS, ERR_CHUNK = 1, 2
 NFS_PROG, NFS4_PROC_COMPOUND = 100003, 1
 RECV_SIZE = 8192
 RECVS = 16
+# The file the READ classes read (hostile.sh writes it to the export).
+DATA_FILE = os.environ.get("HOSTILE_DATA", "/srv/export/data.bin")
 
 
 class Disconnected(Exception):
@@ -100,16 +105,19 @@ def header(xid, vers=1, credits=32, proc=RDMA_MSG, reads=b"", writes=b"", reply=
 
 
 class Conn:
-    def __init__(self, server, port):
+    def __init__(self, server, port, recvs=RECVS, rnr_retry=7):
+        """recvs: Receives posted before connecting. rnr_retry: how often
+        the server's QP retries a Send that found no Receive (the REQ's
+        RNR retry count is the passive side's; 7 is for ever)."""
         self.cmid = CMID(creator=AddrInfo(dst=server, dst_service=str(port), port_space=ce.RDMA_PS_TCP))
         self.cq = CQ(self.cmid.context, 2048, None, None, 0)
         cap = QPCap(max_send_wr=512, max_recv_wr=RECVS, max_send_sge=1, max_recv_sge=1)
         self.cmid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
         self.recvs = []
         self.sends = []
-        for _ in range(RECVS):
+        for _ in range(recvs):
             self.post_recv()
-        self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=7))
+        self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=rnr_retry))
         self.keep = []          # MRs the server may RDMA into
         self.why = None         # why the connection was seen to close
 
@@ -244,6 +252,92 @@ def exchange(conn, xid, msg, timeout=6.0, verify=None):
     return outcome
 
 
+def skip_chunk_lists(data):
+    """The offset of the RPC message in an RDMA_MSG reply, and the Write
+    list's chunks as lists of (length, offset) segments."""
+    off = 16
+    while struct.unpack_from(">I", data, off)[0]:          # Read list
+        off += 24
+    off += 4
+    chunks = []
+    while struct.unpack_from(">I", data, off)[0]:          # Write list
+        n = struct.unpack_from(">I", data, off + 4)[0]
+        chunks.append([struct.unpack_from(">IIQ", data, off + 8 + 16 * i)[1:]
+                       for i in range(n)])
+        off += 8 + 16 * n
+    off += 4
+    if struct.unpack_from(">I", data, off)[0]:             # Reply chunk
+        n = struct.unpack_from(">I", data, off + 4)[0]
+        off += 8 + 16 * n
+    else:
+        off += 4
+    return off, chunks
+
+
+def read_data_ok(conn, data):
+    """The READ of conn.read_count bytes at offset 0 of DATA_FILE, the
+    compound's third operation (PUTROOTFH, LOOKUP, READ, ...): data_ok if
+    its result, inline or in the Write chunk (conn.write_mr), is the
+    file's."""
+    with open(DATA_FILE, "rb") as f:
+        want = f.read(conn.read_count)
+    try:
+        assert struct.unpack_from(">I", data, 12)[0] == RDMA_MSG, "not RDMA_MSG"
+        off, chunks = skip_chunk_lists(data)
+        assert nfs4_status(data) == 0, f"COMPOUND status {nfs4_status(data)}"
+        # xid, REPLY, MSG_ACCEPTED, verifier, SUCCESS; COMPOUND status, tag,
+        # result count; PUTROOTFH and LOOKUP (op, status); READ (op,
+        # status, eof, data length).
+        vlen = struct.unpack_from(">I", data, off + 16)[0]
+        off += 20 + vlen + (-vlen % 4) + 4
+        off += 8 + 4 + 16
+        op, status, _eof, count = struct.unpack_from(">4I", data, off)
+        assert (op, status) == (OP_READ, 0), f"READ result {op} {status}"
+        off += 16
+        if conn.write_mr is None:
+            got = data[off:off + count]
+        else:
+            # The payload left the inline reply: RFC 8166 section 3.5.
+            assert len(chunks) == 1, f"{len(chunks)} Write chunks in the reply"
+            written = sum(length for length, _ in chunks[0])
+            assert written == count, f"Write chunk holds {written}, READ says {count}"
+            got = conn.write_mr.read(count, 0)
+    except (AssertionError, struct.error) as err:
+        return f"bad_reply({err})"
+    if count != len(want) or got != want:
+        return f"data_mismatch({count} bytes, want {len(want)})"
+    return "data_ok"
+
+
+def unreceived_reply(server, port):
+    """A Call from a client that posted no Receive and lets the server's
+    QP retry no RNR: the reply's Send completes in error (RNR retries
+    exceeded; over soft-iWARP the client terminates the stream instead),
+    and the server must close the connection. Then Receives are posted
+    and a NULL sent on the same connection: "disconnect" if it fails or
+    is not answered, "reply" if the server still answers there."""
+    conn = Conn(server, port, recvs=0, rnr_retry=0)
+    x = 0x55000000
+    try:
+        conn.send(header(x) + rpc_call(x))
+        time.sleep(2.0)
+        for _ in range(RECVS):
+            conn.post_recv()
+        probe = x ^ 0x5A5A0000
+        conn.send(header(probe) + rpc_call(probe))
+        # Either answer means the server kept the connection.
+        got = conn.recv(6.0)
+        if got is None:
+            return "disconnect"
+        return "reply" if "reply" in (classify(got, x), classify(got, probe)) else "other"
+    except (Disconnected, PyverbsError):
+        # A failed completion, or (soft-iWARP) a QP the client's own
+        # TERMINATE put in error refusing the Receives or the Send.
+        return "disconnect"
+    finally:
+        conn.close()
+
+
 def reply_lengths(conn, data):
     """RFC 8166 lengths of a reply to a Call with a Write chunk and a Reply
     chunk (conn.reply_mr was filled with 0xEE before the Call)."""
@@ -321,6 +415,20 @@ def cases():
     def readdir_small(c, x, **kw):
         return header(x, **kw) + compound(x, [u32(OP_PUTROOTFH), op_readdir(900)])
 
+    def read_checked(c, x, count, readdir_after=0, write_chunk=False):
+        # PUTROOTFH, LOOKUP data.bin, READ count bytes at 0 [, PUTROOTFH,
+        # READDIR]; the verifier compares the READ data with the file's.
+        c.read_count = count
+        c.write_mr = None
+        ops = [u32(OP_PUTROOTFH), u32(OP_LOOKUP) + xdr_opaque(b"data.bin"), op_read(count)]
+        if readdir_after:
+            ops += [u32(OP_PUTROOTFH), op_readdir(readdir_after)]
+        writes = b""
+        if write_chunk:
+            c.write_mr = c.region(count)
+            writes = u32(1, 1) + segment(c.write_mr.rkey, count, c.write_mr.buf)
+        return header(x, writes=writes) + compound(x, ops)
+
     return {
         "null_baseline": ("reply", lambda c, x: null(c, x)),
         "version_2": ("err_vers", lambda c, x: null(c, x, vers=2)),
@@ -351,6 +459,14 @@ def cases():
         "write_chunk_bad_rkey": ("disconnect", lambda c, x: read_data(c, x, writes=wchunk(c, 65536, rkey=0xBEEF00))),
         "write_chunk_used_ok": ("reply", lambda c, x: read_data(c, x, writes=wchunk(c, 65536))),
         "reply_chunk_used_ok": ("reply", lambda c, x: readdir(c, x, reply=rchunk(c, 65536))),
+        # A short READ answered inline: under RPCRDMA_PULLUP_THRESH (512
+        # bytes), so its page data is copied into the Send buffer.
+        "read_small_inline": ("data_ok", lambda c, x: read_checked(c, x, 100), read_data_ok),
+        # The READ payload in a Write chunk and more than 512 bytes of
+        # reply besides (a READDIR): the inline rest is DMA-mapped, with
+        # the payload's pages skipped (C's pcl_process_nonpayloads).
+        "write_chunk_and_mapped_rest": ("data_ok", lambda c, x: read_checked(
+            c, x, 65536, readdir_after=1500, write_chunk=True), read_data_ok),
         # Nothing to take an XID from: no answer (an answer could only carry
         # whatever the receive buffer held before).
         "empty_send": ("drop", lambda c, x: b""),
@@ -515,6 +631,18 @@ def main():
         print(f"class=credit_overrun expected=survives got=answered{n}of400 server_alive={live}"
               + alive_note(live_why)
               + f" {'ok' if live != 'NO' else 'FAIL'}", flush=True)
+    if not wanted or "unreceived_reply" in wanted:
+        classes += 1
+        outcomes = {}
+        for _ in range(reps):
+            got = unreceived_reply(server, port)
+            outcomes[got] = outcomes.get(got, 0) + 1
+        live, live_why = alive(server, port)
+        ok = list(outcomes) == ["disconnect"]
+        bad += (not ok) + (live == "NO")
+        print(f"class=unreceived_reply expected=disconnect got={shown(outcomes)} server_alive={live}"
+              + alive_note(live_why)
+              + f" {'ok' if ok and live != 'NO' else 'FAIL'}", flush=True)
     if not wanted or "disconnect_in_flight" in wanted:
         classes += 1
         for _ in range(reps):

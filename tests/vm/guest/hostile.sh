@@ -31,7 +31,7 @@ sleep 2
 # server whose new connections get a small Send Queue (the well-behaved
 # client keeps its own).
 hostile_run() {
-	python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" 2>&1 | tee "$3"
+	HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" 2>&1 | tee "$3"
 	maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
 	old_maxreq=$(cat $maxreq)
 	echo 4 >$maxreq

@@ -45,6 +45,29 @@ fio --name=teardown --filename=/mnt/nfs/teardown.dat --rw=$rw --bs=64k --size=8m
 	--serialize_overlap=1 --verify_state_save=0 \
 	--output-format=terse --terse-version=3 >/tmp/fio.out 2>&1 &
 fio_pid=$!
+lister_pid=
+if [ -n "${rs_siw_strand:-}" ]; then
+	# Beside the reads, directory listings whose replies need a Reply
+	# chunk (300 long names, READDIRPLUS), so that stranded replies with
+	# a Reply chunk's Writes are also released at teardown. Each listing
+	# that completes must show every entry.
+	mkdir -p $EXPORT/listing
+	for n in $(seq 1 300); do : >"$EXPORT/listing/entry-with-a-long-name-$n"; done
+	(
+		ok=0 bad=0
+		while [ ! -f /tmp/lister.stop ]; do
+			echo 3 >/proc/sys/vm/drop_caches
+			if [ "$(ls /mnt/nfs/listing | wc -l)" = 300 ]; then
+				ok=$((ok + 1))
+			else
+				bad=$((bad + 1))
+			fi
+			sleep 0.2
+		done
+		echo "$ok $bad" >/tmp/lister.out
+	) &
+	lister_pid=$!
+fi
 
 i=0
 while [ $i -lt "$cycles" ]; do
@@ -86,6 +109,19 @@ if [ $fio_ok = 1 ]; then
 else
 	cat /tmp/fio.out
 	fail "fio failed across server restarts"
+fi
+if [ -n "$lister_pid" ]; then
+	touch /tmp/lister.stop
+	wait $lister_pid
+	listed=0 listed_bad=0
+	[ -f /tmp/lister.out ] && read -r listed listed_bad </tmp/lister.out
+	result teardown_listings "$listed"
+	result teardown_listings_wrong "$listed_bad"
+	if [ "$listed" -gt 0 ] && [ "$listed_bad" = 0 ]; then
+		pass "every directory listing across the restarts showed its 300 entries ($listed listings)"
+	else
+		fail "directory listings across the restarts: $listed complete, $listed_bad wrong or failed"
+	fi
 fi
 result total_rdma_stat_sq_starve "$(stat_rdma sq_starve)"
 P=/sys/module/rpcrdma/parameters
