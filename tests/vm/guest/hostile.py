@@ -82,7 +82,8 @@ def compound(xid, ops, minor=0):
                     body=xdr_opaque(b"") + u32(minor, len(ops)) + b"".join(ops))
 
 
-OP_PUTROOTFH, OP_LOOKUP, OP_READ, OP_READDIR = 24, 15, 25, 26
+OP_PUTROOTFH, OP_LOOKUP, OP_READ, OP_READDIR, OP_GETFH = 24, 15, 25, 26, 10
+NFS3_PROC_READ = 6
 
 
 def op_readdir(maxcount):
@@ -309,6 +310,52 @@ def read_data_ok(conn, data):
     return "data_ok"
 
 
+def data_file_handle(conn, xid):
+    """The file handle of DATA_FILE (NFSv4 PUTROOTFH, LOOKUP, GETFH on
+    conn; knfsd's handles serve NFSv3 as well), None if not had."""
+    conn.send(header(xid) + compound(xid, [u32(OP_PUTROOTFH), u32(OP_LOOKUP) +
+                                           xdr_opaque(b"data.bin"), u32(OP_GETFH)]))
+    data = conn.recv(6.0)
+    if data is None or classify(data, xid) != "reply":
+        return None
+    try:
+        off, _ = skip_chunk_lists(data)
+        vlen = struct.unpack_from(">I", data, off + 16)[0]
+        # RPC reply, accept status; COMPOUND status, tag, count;
+        # PUTROOTFH, LOOKUP; GETFH op and status.
+        off += 20 + vlen + (-vlen % 4) + 4 + 12 + 16
+        op, status, n = struct.unpack_from(">3I", data, off)
+        if (op, status) != (OP_GETFH, 0) or n > 64:
+            return None
+        return data[off + 12:off + 12 + n]
+    except struct.error:
+        return None
+
+
+def read3_data_ok(conn, data):
+    """An NFSv3 READ of conn.read_count bytes at conn.read_offset of
+    DATA_FILE, answered inline: data_ok if its data is the file's."""
+    with open(DATA_FILE, "rb") as f:
+        f.seek(conn.read_offset)
+        want = f.read(conn.read_count)
+    try:
+        assert struct.unpack_from(">I", data, 12)[0] == RDMA_MSG, "not RDMA_MSG"
+        off, _ = skip_chunk_lists(data)
+        vlen = struct.unpack_from(">I", data, off + 16)[0]
+        off += 20 + vlen + (-vlen % 4)
+        accept, status, follows = struct.unpack_from(">3I", data, off)
+        assert (accept, status) == (0, 0), f"READ3 accept {accept} status {status}"
+        off += 12 + (84 if follows else 0)          # post_op_attr (fattr3)
+        count, _eof, n = struct.unpack_from(">3I", data, off)
+        assert count == n, f"count {count}, data length {n}"
+        got = data[off + 12:off + 12 + n]
+    except (AssertionError, struct.error) as err:
+        return f"bad_reply({err})"
+    if got != want:
+        return f"data_mismatch({len(got)} bytes, want {len(want)})"
+    return "data_ok"
+
+
 def unreceived_reply(server, port):
     """A Call from a client that posted no Receive and lets the server's
     QP retry no RNR: the reply's Send completes in error (RNR retries
@@ -429,6 +476,17 @@ def cases():
             writes = u32(1, 1) + segment(c.write_mr.rkey, count, c.write_mr.buf)
         return header(x, writes=writes) + compound(x, ops)
 
+    def read3_small(c, x, offset, count):
+        # An NFSv3 READ (its data in the reply's pages, unlike a small
+        # NFSv4 READ's, at the file offset's place in its page); the file
+        # handle first, on the same connection.
+        c.read_offset, c.read_count = offset, count
+        fh = data_file_handle(c, x ^ 0x00F00000)
+        if fh is None:
+            return b""          # no XID: "drop", which fails the class
+        return header(x) + rpc_call(x, proc=NFS3_PROC_READ, body=xdr_opaque(fh) +
+                                    struct.pack(">Q", offset) + u32(count))
+
     return {
         "null_baseline": ("reply", lambda c, x: null(c, x)),
         "version_2": ("err_vers", lambda c, x: null(c, x, vers=2)),
@@ -462,6 +520,10 @@ def cases():
         # A short READ answered inline: under RPCRDMA_PULLUP_THRESH (512
         # bytes), so its page data is copied into the Send buffer.
         "read_small_inline": ("data_ok", lambda c, x: read_checked(c, x, 100), read_data_ok),
+        # An NFSv3 READ of 99 bytes across a page boundary, answered
+        # inline: pulled up, its data copied from two pages and its XDR
+        # pad from the tail.
+        "read3_small_inline": ("data_ok", lambda c, x: read3_small(c, x, 4046, 99), read3_data_ok),
         # The READ payload in a Write chunk and more than 512 bytes of
         # reply besides (a READDIR): the inline rest is DMA-mapped, with
         # the payload's pages skipped (C's pcl_process_nonpayloads).
