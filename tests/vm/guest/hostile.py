@@ -191,23 +191,8 @@ def classify(data, xid):
 def nfs4_status(data):
     """The COMPOUND status of an inline NFSv4 reply, None if not one."""
     try:
-        off = 16
-        while struct.unpack_from(">I", data, off)[0]:      # Read list
-            off += 24
-        off += 4
-        while struct.unpack_from(">I", data, off)[0]:      # Write list
-            n = struct.unpack_from(">I", data, off + 4)[0]
-            off += 8 + 16 * n
-        off += 4
-        if struct.unpack_from(">I", data, off)[0]:         # Reply chunk
-            n = struct.unpack_from(">I", data, off + 4)[0]
-            off += 8 + 16 * n
-        else:
-            off += 4
-        _xid, mtype, stat, _flavor, vlen = struct.unpack_from(">5I", data, off)
-        off += 20 + vlen + (-vlen % 4)
-        accept, status = struct.unpack_from(">2I", data, off)
-        return status if mtype == 1 and stat == 0 and accept == 0 else None
+        off, ok, _ = rpc_results(data)
+        return struct.unpack_from(">I", data, off)[0] if ok else None
     except struct.error:
         return None
 
@@ -253,9 +238,11 @@ def exchange(conn, xid, msg, timeout=6.0, verify=None):
     return outcome
 
 
-def skip_chunk_lists(data):
-    """The offset of the RPC message in an RDMA_MSG reply, and the Write
-    list's chunks as lists of (length, offset) segments."""
+def rpc_results(data):
+    """Where the procedure's results start in an RDMA_MSG reply (past the
+    chunk lists and the RPC reply header), whether the Call was accepted
+    and succeeded, and the Write list's chunks as lists of (length,
+    offset) segments. struct.error if the reply is cut short."""
     off = 16
     while struct.unpack_from(">I", data, off)[0]:          # Read list
         off += 24
@@ -272,7 +259,10 @@ def skip_chunk_lists(data):
         off += 8 + 16 * n
     else:
         off += 4
-    return off, chunks
+    _xid, mtype, stat, _flavor, vlen = struct.unpack_from(">5I", data, off)
+    off += 20 + vlen + (-vlen % 4)
+    accept = struct.unpack_from(">I", data, off)[0]
+    return off + 4, mtype == 1 and stat == 0 and accept == 0, chunks
 
 
 def read_data_ok(conn, data):
@@ -284,14 +274,11 @@ def read_data_ok(conn, data):
         want = f.read(conn.read_count)
     try:
         assert struct.unpack_from(">I", data, 12)[0] == RDMA_MSG, "not RDMA_MSG"
-        off, chunks = skip_chunk_lists(data)
+        off, _, chunks = rpc_results(data)
         assert nfs4_status(data) == 0, f"COMPOUND status {nfs4_status(data)}"
-        # xid, REPLY, MSG_ACCEPTED, verifier, SUCCESS; COMPOUND status, tag,
-        # result count; PUTROOTFH and LOOKUP (op, status); READ (op,
-        # status, eof, data length).
-        vlen = struct.unpack_from(">I", data, off + 16)[0]
-        off += 20 + vlen + (-vlen % 4) + 4
-        off += 8 + 4 + 16
+        # COMPOUND status, tag, result count; PUTROOTFH and LOOKUP (op,
+        # status); READ (op, status, eof, data length).
+        off += 12 + 16
         op, status, _eof, count = struct.unpack_from(">4I", data, off)
         assert (op, status) == (OP_READ, 0), f"READ result {op} {status}"
         off += 16
@@ -319,11 +306,10 @@ def data_file_handle(conn, xid):
     if data is None or classify(data, xid) != "reply":
         return None
     try:
-        off, _ = skip_chunk_lists(data)
-        vlen = struct.unpack_from(">I", data, off + 16)[0]
-        # RPC reply, accept status; COMPOUND status, tag, count;
-        # PUTROOTFH, LOOKUP; GETFH op and status.
-        off += 20 + vlen + (-vlen % 4) + 4 + 12 + 16
+        off, _, _ = rpc_results(data)
+        # COMPOUND status, tag, count; PUTROOTFH, LOOKUP; GETFH op and
+        # status.
+        off += 12 + 16
         op, status, n = struct.unpack_from(">3I", data, off)
         if (op, status) != (OP_GETFH, 0) or n > 64:
             return None
@@ -340,12 +326,10 @@ def read3_data_ok(conn, data):
         want = f.read(conn.read_count)
     try:
         assert struct.unpack_from(">I", data, 12)[0] == RDMA_MSG, "not RDMA_MSG"
-        off, _ = skip_chunk_lists(data)
-        vlen = struct.unpack_from(">I", data, off + 16)[0]
-        off += 20 + vlen + (-vlen % 4)
-        accept, status, follows = struct.unpack_from(">3I", data, off)
-        assert (accept, status) == (0, 0), f"READ3 accept {accept} status {status}"
-        off += 12 + (84 if follows else 0)          # post_op_attr (fattr3)
+        off, ok, _ = rpc_results(data)
+        status, follows = struct.unpack_from(">2I", data, off)
+        assert ok and status == 0, f"READ3 accepted {ok} status {status}"
+        off += 8 + (84 if follows else 0)           # post_op_attr (fattr3)
         count, _eof, n = struct.unpack_from(">3I", data, off)
         assert count == n, f"count {count}, data length {n}"
         got = data[off + 12:off + 12 + n]
