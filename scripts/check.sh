@@ -712,12 +712,18 @@ stress) phase setup do_setup && phase build do_build && phase stress do_stress |
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
 storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
+teardown-strand)
+	# The e2e phase's two runs over the stranding siw, REPEATS times.
+	if phase setup do_setup && phase build do_build; then
+		for _ in $(seq "${2:-1}"); do phase teardown-strand do_teardown_strands || true; done
+	fi
+	;;
 faults) phase setup do_setup && phase build do_build && phase faults do_faults || true ;;
 failfunc) phase setup do_setup && phase build do_build && phase failfunc do_failfunc || true ;;
 # The report over the runs that COVERAGE=1 phases recorded so far.
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab]" ;;
 esac
 summary
