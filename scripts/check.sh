@@ -353,7 +353,7 @@ do_teardown_strand() {
 		-e rs_siw_strand="$strand" -n "teardown-strand$strand-rust" teardown rust 3) || rc=$?
 	cov_note_run rust "$run"
 	relay_guest "teardown siw strand_sends=$strand" "$run"
-	[ -f "$run/summary" ] && grep -E '^teardown_(qp|completed|never)' "$run/summary" | sed 's/^/    /'
+	[ -f "$run/summary" ] && grep -E '^teardown_(qp|completed|never|siw)' "$run/summary" | sed 's/^/    /'
 	[ "$rc" = 0 ] || bad "teardown siw strand_sends=$strand VM run (status $rc, logs in $run)"
 	early=$(sed -n 's/^teardown_qp_destroyed_early=//p' "$run/summary" 2>/dev/null)
 	meanwhile=$(sed -n 's/^teardown_completed_meanwhile=//p' "$run/summary" 2>/dev/null)

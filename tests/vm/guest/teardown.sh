@@ -162,6 +162,10 @@ early() {
 result teardown_qp_destroyed_early "$(dmesg | tail -n +$dmesg_from | grep -c 'QP destroyed early')"
 result teardown_completed_meanwhile "$(early 'completed meanwhile')"
 result teardown_never_completed "$(early 'never completed,')"
+# The test siw's fix of upstream report 7 on the QPs it does not strand
+# (the client's): how often it flushed WRs stock siw would have left.
+[ -n "${rs_siw_strand:-}" ] &&
+	result teardown_siw_report7_flushes "$(dmesg | tail -n +$dmesg_from | grep -c 'flushed on the move to ERROR (report 7)')"
 dma_mode_check "teardown $flavour"
 kmemleak_check "teardown $flavour"
 result failures $FAILS
