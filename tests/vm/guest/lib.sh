@@ -278,6 +278,12 @@ trace_start() {
 	echo 0 >$t/tracing_on
 	echo >$t/trace
 	echo 8192 >$t/buffer_size_kb
+	# No command names: recording them hooks sched_switch, and enabling
+	# or removing the events (rpcrdma's go with its unload) then patches
+	# __schedule's tracepoint while every CPU runs it. Once, under TCG, a
+	# CPU trapped on that patch's int3 after it was gone ("Oops: int3" in
+	# __schedule, teardown, 2026-12-03). The counts need no names.
+	echo 0 >$t/options/record-cmd
 	for e in "$@"; do echo "$e" >>$t/set_event; done
 	echo 1 >$t/tracing_on
 }
@@ -413,6 +419,25 @@ kmemleak_check() {
 # stall_dump FILE: what a hung workload waits for: blocked tasks' kernel
 # stacks, the NFS client's RPC tasks and transports, nfsd threads, the
 # Send path's counters and the kernel log's tail.
+# qp_modify_trace: records every modify_qp of a soft-RoCE QP, with the
+# attributes that set its packet sequence numbers and the caller's stack,
+# in the trace buffer (a kprobe event; call it after trace_start, which
+# clears the buffer). For the storm's stall (Documentation/testing.rst):
+# which modify gave a connected QP the PSNs its peer does not expect.
+# The offsets are struct ib_qp_attr's qp_state, rq_psn, sq_psn and
+# dest_qp_num, the same in the test and the debug kernel (measured with
+# offsetof); qp is the struct ib_qp pointer.
+qp_modify_trace() {
+	t=/sys/kernel/tracing
+	[ -w $t/kprobe_events ] || return 0
+	[ -d $t/events/rs/qp_modify ] ||
+		echo 'p:rs/qp_modify rdma_rxe:rxe_modify_qp qp=%di:x64 mask=%dx:x32 state=+0(%si):u32 rq_psn=+20(%si):u32 sq_psn=+24(%si):u32 dqpn=+28(%si):u32' \
+			>>$t/kprobe_events || return 0
+	echo stacktrace >$t/events/rs/qp_modify/trigger
+	echo 1 >$t/events/rs/qp_modify/enable
+	echo 1 >$t/tracing_on
+}
+
 stall_dump() {
 	# A subshell without set -e: one failed read (a debugfs file the
 	# kernel lacks) must not end the dump. Run through rsh.py, where
@@ -436,6 +461,8 @@ stall_dump() {
 		rdma resource show qp 2>&1 | head -n 20
 		for s in recv read write sq_starve; do echo "rdma_stat_$s=$(stat_rdma $s)"; done
 		send_path_leaks
+		echo "--- modify_qp of soft-RoCE QPs (qp_modify_trace), the last ones"
+		grep -E 'qp_modify:|<stack trace>|^ *=> ' /sys/kernel/tracing/trace 2>/dev/null | tail -n 900
 		dmesg | tail -n 60
 	) >"$1" 2>&1
 }

@@ -26,6 +26,9 @@ start_verifying_load /mnt/st storm
 # Sends flushed by the removals: the storm caught replies in flight.
 srv "trace_start rpcrdma:svcrdma_wc_send_flush rpcrdma:svcrdma_wc_send_err" ||
 	fail "storm: tracing the server's flushed Sends"
+# Both ends' QP modifications, for a stall dump (lib.sh qp_modify_trace).
+srv qp_modify_trace || fail "storm: tracing the server's modify_qp"
+qp_modify_trace || fail "storm: tracing the client's modify_qp"
 
 # Calls the server has received: proof that I/O runs on the new connection.
 calls() { srv 'stat_rdma recv'; }
@@ -81,6 +84,7 @@ result storm_client_connects "$(client_connects)"
 result storm_sends_flushed "$(srv 'trace_stop; trace_count svcrdma_wc_send_flush')"
 result storm_sends_failed "$(srv 'trace_count svcrdma_wc_send_err')"
 result storm_max_reconnect_s "$maxwait"
+result storm_server_qp_modifies "$(srv 'grep -c qp_modify: /sys/kernel/tracing/trace')"
 result storm_cycles_leaking "$leaked"
 [ "$i" = "$cycles" ] && [ $FAILS = 0 ] &&
 	pass "storm: $cycles removals of the server's device under I/O in $secs s, counters 0 after each, the client reconnected every time"
