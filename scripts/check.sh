@@ -477,9 +477,11 @@ do_failfunc() {
 # cov_vm_args; c's beside rust's): scripts/coverage_report.py, which fails
 # when rust is below the floor; the never-executed blocks are in
 # $LOGS/coverage-blocks-{rust,c}.txt. The floor (Documentation/testing.rst):
-# 84.8% measured with the teardown phase's siw strand runs, which make the
-# teardown of ctxts a drain left behind run at every make check.
-COVERAGE_FLOOR=${COVERAGE_FLOOR:-82}
+# 84.8% and 87.8% measured in two make checks with the teardown phase's siw
+# strand runs, which make the teardown of ctxts a drain left behind run at
+# every make check (85.7% in one whose strand_sends=2 run crashed early);
+# the floor leaves room for the timing-dependent paths.
+COVERAGE_FLOOR=${COVERAGE_FLOOR:-84}
 do_coverage() {
 	local n
 	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)
