@@ -692,13 +692,14 @@ debug)
 		phase failslab do_failslab || true
 	fi
 	;;
-debug-storm | debug-failslab)
+debug-storm | debug-failslab | debug-teardown-strand)
 	# One phase of `make check-debug`, alone (storm: CYCLES, default 100).
 	phase setup do_setup || { summary; exit 1; }
 	if phase build-debug build_kernel_and_modules; then
 		case $WHAT in
 		debug-storm) phase storm do_storm "${2:-100}" || true ;;
 		debug-failslab) phase failslab do_failslab || true ;;
+		debug-teardown-strand) phase teardown-strand do_teardown_strands || true ;;
 		esac
 	fi
 	;;
@@ -726,6 +727,6 @@ failfunc) phase setup do_setup && phase build do_build && phase failfunc do_fail
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-teardown-strand]" ;;
 esac
 summary
