@@ -228,13 +228,12 @@ pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> u32 {
     let mut found = 0u32;
     let r = drained.rdma().as_ptr();
     let _guard = all_ctxts_lock().lock();
-    // SAFETY: we hold the lock and unlist nothing. The ctxts of `rdma` in
-    // these states belong to no thread, and their completions leave the
-    // lists released here alone (the function's docs), so the lists are
-    // ours; each write info on `sc_write_info_list` is live until the
-    // ctxt's release. `svc_rdma_cc_release` runs in atomic context
-    // (unmaps, returns MRs under the QP's irq-safe lock, lists the R/W
-    // contexts for reuse).
+    // `svc_rdma_cc_release` may run under this lock: it is atomic (unmaps,
+    // returns MRs under the QP's irq-safe lock, lists R/W contexts for reuse).
+    // SAFETY: lock held, nothing unlisted; the ctxts of `rdma` in these
+    // states belong to no thread and their completions leave these lists
+    // alone (the function's docs); each write info on `sc_write_info_list`
+    // lives until its ctxt's release.
     unsafe {
         for (c, state) in listed_ctxts() {
             if (*c).sc_rdma != r || !may_be_unreturned(state) {
