@@ -29,9 +29,11 @@ start_nfsd
 mount_rdma 3 /mnt/f || { fail "NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/f faults
 sleep 3
-# Time allowed per point; the debug kernel runs about three times slower.
+# Time allowed per point. Each fault closes the connection, and the
+# client's reconnect takes about 7 s on the debug kernel (93 of 100 fitted
+# in 720 s there at commit d70f915), about 2 s on the test kernel.
 limit=240
-[ -w "$KMEMLEAK" ] && limit=720
+[ -w "$KMEMLEAK" ] && limit=1200
 for point in $POINTS; do
 	before=$(cat $P/fail_$point)
 	c0=$(client_connects)
