@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|coverage]:
 # the test suite behind `make check` (all) and `make check-debug` (debug;
 # debug-storm [CYCLES] and debug-failslab are two of its phases alone).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
@@ -731,6 +731,6 @@ failfunc) phase setup do_setup && phase build do_build && phase failfunc do_fail
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-teardown-strand]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand]" ;;
 esac
 summary
