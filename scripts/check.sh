@@ -3,7 +3,8 @@
 #
 # check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|coverage]:
 # the test suite behind `make check` (all) and `make check-debug` (debug;
-# debug-storm [CYCLES] and debug-failslab are two of its phases alone).
+# debug-storm [CYCLES], debug-failslab, debug-faults and
+# debug-teardown-strand run one of its phases alone).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
