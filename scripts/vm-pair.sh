@@ -36,27 +36,40 @@ PORT=$((20000 + RANDOM % 20000))
 VMRUN=$TOP/scripts/vm-run.sh
 out=$(mktemp -d)
 
-bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" "${SERVER_EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
-	-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
-server=$!
-sleep 3
-# In its own process group, so that it can be stopped with its QEMU.
-setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
-	-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
-client=$!
-rc_server=0
-wait $server || rc_server=$?
-# The server normally outlives its client. If it ended first, the client's
-# hard NFS mounts would wait for it forever: give it a minute, then stop it.
-for _ in $(seq 60); do kill -0 $client 2>/dev/null || break; sleep 1; done
-if kill -0 $client 2>/dev/null; then
-	warn "vm-pair: the server VM ended first; stopping the client VM"
-	kill -TERM -- -$client 2>/dev/null || true
+# pair CLIENT_ARG...: one run of both guests; their dirs in run_server,
+# run_client.
+pair() {
+	bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" "${SERVER_EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+		-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
+	server=$!
+	sleep 3
+	# In its own process group, so that it can be stopped with its QEMU.
+	setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+		-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
+	client=$!
+	rc_server=0
+	wait $server || rc_server=$?
+	# The server normally outlives its client. If it ended first, the client's
+	# hard NFS mounts would wait for it forever: give it a minute, then stop it.
+	for _ in $(seq 60); do kill -0 $client 2>/dev/null || break; sleep 1; done
+	if kill -0 $client 2>/dev/null; then
+		warn "vm-pair: the server VM ended first; stopping the client VM"
+		kill -TERM -- -$client 2>/dev/null || true
+	fi
+	rc_client=0
+	wait $client || rc_client=$?
+	run_client=$(tail -n 1 "$out/client")
+	[ -n "$run_client" ] || run_client=$(ls -td "$CACHE/runs/$CLIENT_SCRIPT-$FLAVOUR"-* | head -n 1)
+	run_server=$(tail -n 1 "$out/server")
+}
+# A guest killed by the emulator's stale int3 (vm-run.sh marks its run
+# stale-int3; lib.sh stale_int3) stops the other's test too: both boot again,
+# once.
+pair "$@"
+if [ -f "$run_server/stale-int3" ] || [ -f "$run_client/stale-int3" ]; then
+	warn "vm-pair: a guest trapped on an int3 no longer in memory (multi-threaded TCG, lib.sh stale_int3; $run_server $run_client); booting both again"
+	pair "$@"
 fi
-rc_client=0
-wait $client || rc_client=$?
-run_client=$(tail -n 1 "$out/client")
-[ -n "$run_client" ] || run_client=$(ls -td "$CACHE/runs/$CLIENT_SCRIPT-$FLAVOUR"-* | head -n 1)
-echo "$(tail -n 1 "$out/server") $run_client"
 rm -rf "$out"
+echo "$run_server $run_client"
 [ "$rc_server" = 0 ] && [ "$rc_client" = 0 ]

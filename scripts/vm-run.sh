@@ -72,20 +72,22 @@ else
 	KB=$(kernel_build)
 	[ -f "$KB/.build-complete" ] || die "test kernel not built: run scripts/build-kernel.sh"
 	KIMAGE=$KB/arch/x86/boot/bzImage
-	# The kernel's modules, installed once per kernel build.
+	# The kernel's modules, installed once per kernel build (locked: make
+	# check starts VMs of two phases at once).
 	MODS=$KB/.modinst
 	if [ ! -f "$MODS/.complete" ]; then
-		rm -rf "$MODS"
-		run_logged modules-install make -C "$KB" LLVM="$LLVM_SUFFIX" \
-			INSTALL_MOD_PATH="$MODS" modules_install >&2
-		touch "$MODS/.complete"
+		exec 8>"$KB/.modinst.lock"
+		flock 8
+		if [ ! -f "$MODS/.complete" ]; then
+			rm -rf "$MODS"
+			run_logged modules-install make -C "$KB" LLVM="$LLVM_SUFFIX" \
+				INSTALL_MOD_PATH="$MODS" modules_install >&2
+			touch "$MODS/.complete"
+		fi
+		exec 8>&-
 	fi
 	MODTREE=${MODTREE:-$MODS/lib/modules}
 fi
-
-RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$
-mkdir -p "$RUN"
-printf '%s\n' "$@" >"$RUN/args"
 
 if [ -w /dev/kvm ]; then
 	kvm_note="KVM present but not used (nested KVM is slower than TCG here)"
@@ -118,19 +120,42 @@ rs_build=$MODULE_OUT$EXTRA"
 # a wild address and reports on every tick, before init (testing.rst).
 [ "$KERNEL_VARIANT" = debug ] && CMDLINE="$CMDLINE kasan.fault=report kasan_multi_shot no5lvl"
 
-say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")), logs in $RUN" >&2
-t0=$SECONDS
-rc=0
-# shellcheck disable=SC2046,SC2086 # the option lists are meant to split
-timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
-	-accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
-	-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
-	-no-reboot -display none -monitor none -nodefaults \
-	${PLUGIN:+-plugin "${PLUGIN//@RUN@/$RUN}"} $QEMU_EXTRA \
-	-serial file:"$RUN/console.log" \
-	$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODTREE" ro) \
-	$(fs results "$RUN") $NET \
-	>"$RUN/qemu.log" 2>&1 || rc=$?
+# boot: one run of the guest in a fresh results dir ($RUN); qemu's status
+# in $rc.
+boot() {
+	RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$-$1
+	mkdir -p "$RUN"
+	printf '%s\n' "${ARGS[@]}" >"$RUN/args"
+	say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")), logs in $RUN" >&2
+	t0=$SECONDS
+	rc=0
+	# shellcheck disable=SC2046,SC2086 # the option lists are meant to split
+	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
+		-accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
+		-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
+		-no-reboot -display none -monitor none -nodefaults \
+		${PLUGIN:+-plugin "${PLUGIN//@RUN@/$RUN}"} $QEMU_EXTRA \
+		-serial file:"$RUN/console.log" \
+		$(fs rootfs "$ROOTFS" ro) $(fs work "$TOP" ro) $(fs mods "$MODTREE" ro) \
+		$(fs results "$RUN") $NET \
+		>"$RUN/qemu.log" 2>&1 || rc=$?
+}
+ARGS=("$@")
+# A guest killed by the emulator's stale int3 (lib.sh stale_int3) is booted
+# once more, saying so; the first run's dir is kept, marked stale-int3. A
+# guest joined to another (a socket NETDEV, vm-pair.sh) is not: its partner
+# must start again too, which vm-pair.sh does.
+boot 1
+if stale_int3 "$RUN/console.log"; then
+	touch "$RUN/stale-int3"
+	case $NETDEV in
+	socket,*) ;;
+	*)
+		warn "vm: $SCRIPT: the emulator trapped on an int3 no longer in memory (multi-threaded TCG, lib.sh stale_int3; $RUN/console.log); booting again"
+		boot 2
+		;;
+	esac
+fi
 
 if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 	warn "vm: $SCRIPT timed out after ${TIMEOUT}s; console: $RUN/console.log"
@@ -147,12 +172,10 @@ if [ ! -f "$RUN/status" ]; then
 fi
 status=$(cat "$RUN/status")
 printf '    vm %s: status %s after %ds\n' "$SCRIPT" "$status" $((SECONDS - t0)) >&2
-# Any report of the kernel's checkers fails the run: oops, BUG (KASAN,
-# sleeping in atomic), WARNING (lockdep, list corruption), UBSAN, kmemleak.
-REPORTS='Oops|BUG:|WARNING:|Call Trace:|Kernel panic|UBSAN:|kmemleak: [0-9]+ new suspected|possible (recursive|circular) locking'
-if grep -qE "$REPORTS" "$RUN/console.log"; then
+# Any report of the kernel's checkers fails the run (lib.sh KERNEL_REPORTS).
+if grep -qE "$KERNEL_REPORTS" "$RUN/console.log"; then
 	warn "vm: kernel reported a problem; console: $RUN/console.log"
-	grep -nE -A3 "$REPORTS" "$RUN/console.log" | head -n 20 >&2
+	grep -nE -A3 "$KERNEL_REPORTS" "$RUN/console.log" | head -n 20 >&2
 	[ "$status" = 0 ] && status=1
 fi
 echo "$RUN"
