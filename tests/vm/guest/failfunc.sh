@@ -13,12 +13,92 @@
 # this fails the very code that ships. Under a verifying fio load and
 # small direct reads on an NFSv3 mount, FAULTS failures per function
 # (every 10th call): each closes the connection, the client reconnects,
-# fio verifies; afterwards nothing is left (leak counters, mappings).
+# fio verifies. Then one post of the NFSv4.1 backchannel fails
+# (backchannel_post_failure). Afterwards nothing is left (leak counters,
+# mappings).
 . /work/tests/vm/guest/lib.sh
 
 faults=$1
 F=/sys/kernel/debug/fail_function
 [ -w $F/inject ] || { fail "failfunc: this kernel has no fail_function (CONFIG_FAIL_FUNCTION)"; exit 1; }
+# backchannel_post_failure: the NFSv4.1 backchannel. svc_rdma_bc_sendto
+# (svc_rdma_backchannel.c) posts the server's callbacks through the
+# exported svc_rdma_post_send and, when that fails, puts its ctxt with the
+# exported svc_rdma_send_ctxt_put: their only callers outside our crate.
+# One delegation recall (the client reads a file it holds open, so holds a
+# read delegation; a local writer breaks it) is made to fail. The
+# stack-trace filter of the fault injection (require-start/-end) fails
+# only a post made under xprt_rdma_bc_send_request, never nfsd's replies.
+# The connection closes; the client reconnects, the file is still read
+# and written, and the leak counters at the end see the ctxt put back.
+backchannel_post_failure() {
+	local sym end c0 n= req io f=/mnt/bc/deleg
+	sym=$(awk '$3 == "xprt_rdma_bc_send_request" { print $1; exit }' /proc/kallsyms)
+	end=$(sort /proc/kallsyms | awk -v s="$sym" 'f && $1 != s { print $1; exit } $1 == s { f = 1 }')
+	if [ -z "$sym" ] || [ -z "$end" ] || [ "$sym" = 0000000000000000 ]; then
+		fail "failfunc backchannel: no address for xprt_rdma_bc_send_request in /proc/kallsyms"
+		return
+	fi
+	# Written on the server's side: a file the server holds open for
+	# writing is never delegated.
+	dd if=/dev/urandom of=$EXPORT/deleg bs=4k count=4 status=none
+	# The mount's first connection runs as an admin may set it: 16 KiB
+	# Calls (sunrpc.svc_rdma.max_req_size, read when a connection is
+	# accepted), so its ctxts have 8 Send SGEs, not 5.
+	req=$(cat /proc/sys/sunrpc/svc_rdma/max_req_size)
+	echo 16384 >/proc/sys/sunrpc/svc_rdma/max_req_size
+	mount_rdma 4.1 /mnt/bc || n=failed
+	echo "$req" >/proc/sys/sunrpc/svc_rdma/max_req_size
+	[ "${n:-}" != failed ] || { fail "failfunc backchannel: NFSv4.1 mount"; return; }
+	exec 3<$f
+	cat <&3 >/dev/null
+	if ! grep -qs 'type: deleg' /proc/fs/nfsd/clients/*/states; then
+		exec 3<&-
+		umount /mnt/bc
+		fail "failfunc backchannel: the client holds no delegation (nothing to recall)"
+		return
+	fi
+	echo rs_ib_post_send >$F/inject
+	printf %#x -12 >$F/rs_ib_post_send/retval
+	echo "0x$sym" >$F/require-start
+	echo "0x$end" >$F/require-end
+	echo 1 >$F/interval
+	echo 1 >$F/times
+	c0=$(client_connects)
+	# The recall is sent at once; the writer waits at most the lease
+	# break time for the delegation's return.
+	echo 2 >/proc/sys/fs/lease-break-time
+	timeout 30 sh -c "echo x >>$EXPORT/deleg" || true
+	n=0
+	while [ "$(cat $F/times)" -gt 0 ] && [ $n -lt 20 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	n=$((1 - $(cat $F/times)))
+	echo 0 >$F/times
+	echo "!rs_ib_post_send" >$F/inject
+	echo 0 >$F/require-start
+	echo 18446744073709551615 >$F/require-end
+	exec 3<&-
+	# The mount works again: a write and its read-back over a new connection.
+	if dd if=/dev/urandom of=/tmp/bc.ref bs=4k count=8 status=none &&
+		cp /tmp/bc.ref $f.2 && cmp -s /tmp/bc.ref $f.2; then
+		io=ok
+	else
+		io=failed
+	fi
+	result failfunc_backchannel_injected "$n"
+	result failfunc_backchannel_reconnects "$(($(client_connects) - c0))"
+	if [ "$n" = 1 ] && [ $io = ok ]; then
+		pass "failfunc backchannel: a delegation recall's post failed; the client reconnected and I/O went on"
+	elif [ "$n" = 1 ]; then
+		fail "failfunc backchannel: after the failed recall the mount's I/O failed"
+	else
+		fail "failfunc backchannel: no callback was posted in 20 s (no recall)"
+	fi
+	timeout 60 umount /mnt/bc || { fail "failfunc backchannel: umount"; umount -l /mnt/bc || true; }
+}
+
 load_rpcrdma rust || exit 1
 for fn in rs_ib_post_send rs_ib_dma_map_page; do
 	grep -q "^$fn[[:space:]].*ERRNO" $F/injectable ||
@@ -86,6 +166,7 @@ else
 	fail "failfunc: fio stopped (verify or I/O error)"
 fi
 umount /mnt/ff
+backchannel_post_failure
 rpc.nfsd 0
 sleep 1
 expect_no_leaks failfunc
