@@ -66,6 +66,7 @@ class Func:
         self.insns = []        # (section offset, length, mnemonic)
         self.executed = set()  # section offsets executed in some run
         self.pretty = name
+        self.referenced = True  # a call, jump or relocation reaches it
 
 
 class Build:
@@ -120,6 +121,7 @@ class Build:
                 _, _, sec, value, size = cands[0]
                 self.funcs.append(Func(name, group, sec, value, size))
         self.disassemble()
+        self.find_references()
         self.demangle()
 
     def disassemble(self):
@@ -127,6 +129,8 @@ class Build:
         for fn in self.funcs:
             by_section[fn.section].append(fn)
         insn_re = re.compile(r'^\s*([0-9a-f]+):\s+(.*)$')
+        target_re = re.compile(r'^(?:call|jmp|j[a-z]+)\s+([0-9a-f]+) <')
+        self.branch_targets = collections.defaultdict(set)  # section -> offsets
         for sec, funcs in by_section.items():
             offs, texts = [], []
             for line in run(['objdump', '-d', '-w', '--no-show-raw-insn', '-j', sec,
@@ -135,6 +139,9 @@ class Build:
                 if m:
                     offs.append(int(m.group(1), 16))
                     texts.append(m.group(2).strip())
+                    t = target_re.match(texts[-1])
+                    if t:
+                        self.branch_targets[sec].add(int(t.group(1), 16))
             for fn in funcs:
                 lo = bisect.bisect_left(offs, fn.value)
                 hi = bisect.bisect_left(offs, fn.value + fn.size)
@@ -143,6 +150,41 @@ class Build:
                     fn.insns.append((offs[i], end - offs[i], texts[i]))
                 if not fn.insns:
                     sys.exit(f'coverage_report: no instructions of {fn.name} in {self.ko}')
+
+    # Relocations that do not make a function reachable: debug information,
+    # and objtool's list of ENDBRs to seal (functions whose address is
+    # never taken).
+    NOT_A_REFERENCE = re.compile(r"^\.rela\.(debug_|ibt_endbr_seal$)")
+
+    def find_references(self):
+        """Marks the local functions that nothing calls, jumps to or takes
+        the address of: an out-of-line copy the compiler kept after inlining every
+        call of it. A relocation to a section offset at the function or 4
+        bytes before it (a PC-relative call's addend) counts as a reference."""
+        sec_refs = collections.defaultdict(set)  # section -> offsets referenced
+        sym_refs = set()
+        rel_re = re.compile(r'^\s*[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+(\S+)\s*([+-])\s*([0-9a-f]+)')
+        rela = None
+        for line in run(['readelf', '-rW', self.ko]).splitlines():
+            h = re.match(r"^Relocation section '([^']+)'", line)
+            if h:
+                rela = h.group(1)
+                continue
+            if rela is None or self.NOT_A_REFERENCE.match(rela):
+                continue
+            m = rel_re.match(line)
+            if not m:
+                continue
+            addend = int(m.group(3), 16) * (1 if m.group(2) == '+' else -1)
+            if m.group(1) in self.section_size:
+                sec_refs[m.group(1)].add(addend)
+            else:
+                sym_refs.add(m.group(1))
+        for fn in self.funcs:
+            fn.referenced = (fn.name in sym_refs
+                             or fn.value in self.branch_targets[fn.section]
+                             or fn.value in sec_refs[fn.section]
+                             or fn.value - 4 in sec_refs[fn.section])
 
     def demangle(self):
         out = run(['llvm-cxxfilt-19'], '\n'.join(f.name for f in self.funcs) + '\n').splitlines()
@@ -363,9 +405,15 @@ def load_reasons(path):
     return out
 
 
+UNCALLED = ('never called: an out-of-line copy that the compiler kept after inlining every '
+            'call of it (no call, jump or relocation in the object reaches it)')
+
+
 def reason_of(b, reasons):
     if b['padding']:
         return 'padding'
+    if b['whole'] and not b['fn'].referenced:
+        return UNCALLED
     key = f'{b["fn"].pretty} {b["src"]}'
     for rx, why in reasons:
         if rx.search(key):
