@@ -690,9 +690,9 @@ do_debian_after_background() {
 	relay_script "" bash "$TOP/scripts/debian-check.sh" vms 1
 }
 
-# make check's second lane (beside_start): the in-tree KUnit build and
-# run, the one-VM phases but the profile smoke, the install tests, and
-# the Debian VMs, in order.
+# make check's second lane (beside_start): the lint (its clippy builds),
+# the in-tree KUnit build and run, the one-VM phases but the profile
+# smoke, the install tests, and the Debian VMs, in order.
 side_lane() {
 	phase lint do_lint || true
 	phase intree do_intree || true

@@ -32,7 +32,7 @@ F=/sys/kernel/debug/fail_function
 # The connection closes; the client reconnects, the file is still read
 # and written, and the leak counters at the end see the ctxt put back.
 backchannel_post_failure() {
-	local sym end c0 n= req io f=/mnt/bc/deleg
+	local sym end c0 n= req lbt io bc_failed K f=/mnt/bc/deleg
 	sym=$(awk '$3 == "xprt_rdma_bc_send_request" { print $1; exit }' /proc/kallsyms)
 	end=$(sort /proc/kallsyms | awk -v s="$sym" 'f && $1 != s { print $1; exit } $1 == s { f = 1 }')
 	if [ -z "$sym" ] || [ -z "$end" ] || [ "$sym" = 0000000000000000 ]; then
@@ -50,25 +50,41 @@ backchannel_post_failure() {
 	mount_rdma 4.1 /mnt/bc || n=failed
 	echo "$req" >/proc/sys/sunrpc/svc_rdma/max_req_size
 	[ "${n:-}" != failed ] || { fail "failfunc backchannel: NFSv4.1 mount"; return; }
-	exec 3<$f
-	cat <&3 >/dev/null
-	if ! grep -qs 'type: deleg' /proc/fs/nfsd/clients/*/states; then
+	# knfsd delegates once the session's backchannel is up: a few tries.
+	n=0
+	while :; do
+		exec 3<$f
+		cat <&3 >/dev/null
+		grep -qs 'type: deleg' /proc/fs/nfsd/clients/*/states && break
 		exec 3<&-
-		umount /mnt/bc
-		fail "failfunc backchannel: the client holds no delegation (nothing to recall)"
-		return
-	fi
+		n=$((n + 1))
+		if [ $n -ge 10 ]; then
+			umount /mnt/bc
+			fail "failfunc backchannel: the client holds no delegation (nothing to recall)"
+			return
+		fi
+		sleep 1
+	done
 	echo rs_ib_post_send >$F/inject
 	printf %#x -12 >$F/rs_ib_post_send/retval
 	echo "0x$sym" >$F/require-start
 	echo "0x$end" >$F/require-end
 	echo 1 >$F/interval
+	# Whose post failed: the backchannel's send returns -ENOTCONN then
+	# (a return probe; the injection's own stack dump would read as a
+	# kernel report).
+	K=/sys/kernel/tracing
+	echo 'r:rs/bc_send rpcrdma:xprt_rdma_bc_send_request ret=$retval:s32' >>$K/kprobe_events &&
+		echo 1 >$K/events/rs/bc_send/enable && echo 1 >$K/tracing_on ||
+		fail "failfunc backchannel: no return probe on xprt_rdma_bc_send_request"
 	echo 1 >$F/times
 	c0=$(client_connects)
 	# The recall is sent at once; the writer waits at most the lease
 	# break time for the delegation's return.
+	lbt=$(cat /proc/sys/fs/lease-break-time)
 	echo 2 >/proc/sys/fs/lease-break-time
 	timeout 30 sh -c "echo x >>$EXPORT/deleg" || true
+	echo "$lbt" >/proc/sys/fs/lease-break-time
 	n=0
 	while [ "$(cat $F/times)" -gt 0 ] && [ $n -lt 20 ]; do
 		sleep 1
@@ -77,6 +93,9 @@ backchannel_post_failure() {
 	n=$((1 - $(cat $F/times)))
 	echo 0 >$F/times
 	echo "!rs_ib_post_send" >$F/inject
+	bc_failed=$(grep -c 'bc_send: .* ret=-107$' $K/trace || true)
+	echo 0 >$K/events/rs/bc_send/enable 2>/dev/null || true
+	echo '-:rs/bc_send' >>$K/kprobe_events 2>/dev/null || true
 	echo 0 >$F/require-start
 	echo 18446744073709551615 >$F/require-end
 	exec 3<&-
@@ -89,7 +108,10 @@ backchannel_post_failure() {
 	fi
 	result failfunc_backchannel_injected "$n"
 	result failfunc_backchannel_reconnects "$(($(client_connects) - c0))"
-	if [ "$n" = 1 ] && [ $io = ok ]; then
+	result failfunc_backchannel_sends_failed "$bc_failed"
+	if [ "$n" = 1 ] && [ "$bc_failed" -lt 1 ]; then
+		fail "failfunc backchannel: the failed post was not a callback's (no xprt_rdma_bc_send_request returned -ENOTCONN)"
+	elif [ "$n" = 1 ] && [ $io = ok ]; then
 		pass "failfunc backchannel: a delegation recall's post failed; the client reconnected and I/O went on"
 	elif [ "$n" = 1 ]; then
 		fail "failfunc backchannel: after the failed recall the mount's I/O failed"
