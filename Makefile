@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations storm debian check-debug pair bench profile coverage lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations storm debian check-debug check-iommu pair bench profile coverage lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -28,6 +28,7 @@ help:
 	@echo "make host-test | kunit | e2e | conformance   one test phase"
 	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
 	@echo "make check-debug     reliability suites on a KASAN/lockdep/kmemleak kernel"
+	@echo "make check-iommu     DMA-mapped phases behind an emulated IOMMU (strict)"
 	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make bench    instruction profile per reply class, then the end-to-end A/B"
@@ -126,6 +127,12 @@ debian:
 # DEBUG_LIST, ...): a second kernel build, so not part of `make check`.
 check-debug:
 	@scripts/check.sh debug
+
+# The DMA-mapped phases with the server's NIC behind QEMU's emulated Intel
+# IOMMU (strict) instead of swiotlb: a third kernel build (ACPI, the IOMMU),
+# so not part of `make check` either.
+check-iommu:
+	@scripts/check.sh iommu
 
 # Benchmarks of the two flavours: first the instruction-exact profile of the
 # Send path per reply class (scripts/profile.sh, about 7 minutes), then the

@@ -3,7 +3,7 @@
 #
 # dma-mutations.sh [--build-only] [MUTATION...]: proof that the DMA-mapped test mode
 # catches what it is for. For each MUTATION (default: skip_header_sync
-# leak_on_error; "all" for the four), the rust flavour is built with that
+# leak_on_error unmap_in_flight; "all" for the five), the rust flavour is built with that
 # one deliberate DMA-API misuse (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and
 # run through tests/vm/guest/dma-mutant.sh in the DMA-mapped mode
 # (vm-run.sh -D). Each mutation must be caught the way it should be:
@@ -20,6 +20,11 @@
 #   sync_after_post   the header synced after the post: caught only if the
 #                     device reads it before the late sync (reported, not
 #                     asserted: see Documentation/testing.rst)
+#   unmap_in_flight   a reply's first payload fragment unmapped before its
+#                     Send is posted (and not at release): the device
+#                     reads through an address no longer mapped, which
+#                     the driver refuses with a warning (a freed swiotlb
+#                     slot; behind the IOMMU, an IOVA with no page)
 # Prints PASS:/FAIL: lines (a mutation caught is a PASS) and exits non-zero
 # on any FAIL. --build-only builds the mutants and runs nothing (make check
 # builds them in the background beforehand).
@@ -29,8 +34,8 @@
 BUILD_ONLY=0
 [ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
-[ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(skip_header_sync leak_on_error)
-[ "${MUTATIONS[0]}" = all ] && MUTATIONS=(skip_header_sync leak_on_error unmap_wrong_len sync_after_post)
+[ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(skip_header_sync leak_on_error unmap_in_flight)
+[ "${MUTATIONS[0]}" = all ] && MUTATIONS=(skip_header_sync leak_on_error unmap_wrong_len sync_after_post unmap_in_flight)
 SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
 FAILS=0
 pass() { echo "PASS: $*"; }
@@ -77,6 +82,14 @@ for m in "${MUTATIONS[@]}"; do
 			pass "dma mutation $m caught: DMA-API debugging reported the unmap of another size ($errors errors)"
 		else
 			fail "dma mutation $m not caught: dma_api_errors=${errors:-?}, no size report ($run/console.log)"
+		fi ;;
+	unmap_in_flight)
+		# The drivers' refusal (include/rdma/ib_sw_dma.h, kernel-patches).
+		refusal=$(grep -m 1 -oE 'access to [0-9]+ bytes at DMA address [^,]*, not mapped[^W]*' "$run/console.log" || true)
+		if [ -n "$refusal" ] && [ "$(value "$run" io_ok)$(value "$run" data_ok)" != 11 ]; then
+			pass "dma mutation $m caught: the device's read after the unmap was refused ($refusal); I/O failed"
+		else
+			fail "dma mutation $m not caught: no refused access in the console, $io ($run)"
 		fi ;;
 	sync_after_post)
 		if [ "${bad:-0}" -gt 0 ] || [ "$(value "$run" data_ok)" = 0 ]; then

@@ -90,11 +90,16 @@ progress_logged() {
 # The test kernel: source tree, build tree keyed by version + config hash.
 # KERNEL_VARIANT=debug adds scripts/kernel-debug.config (KASAN, lockdep,
 # kmemleak, ...): a second kernel, with its modules in build-debug/.
+# KERNEL_VARIANT=iommu adds scripts/kernel-iommu.config (ACPI, the Intel
+# IOMMU) and the patches of scripts/kernel-patches/iommu/: a third kernel,
+# for the DMA-mapped mode behind QEMU's emulated IOMMU (make check-iommu),
+# with its modules in build-iommu/.
 export KERNEL_VARIANT=${KERNEL_VARIANT:-}
 case "$KERNEL_VARIANT" in
 "") MODULE_OUT=build ;;
 debug) MODULE_OUT=build-debug ;;
-*) die "KERNEL_VARIANT must be empty or debug, not '$KERNEL_VARIANT'" ;;
+iommu) MODULE_OUT=build-iommu ;;
+*) die "KERNEL_VARIANT must be empty, debug or iommu, not '$KERNEL_VARIANT'" ;;
 esac
 kernel_src()  { echo "$CACHE/src/linux-source-$KVER_PKG"; }
 config_fragments() {
@@ -104,7 +109,11 @@ config_fragments() {
 # Fixes to the test kernels themselves (not to rpcrdma.ko), e.g. to soft-RoCE:
 # applied to a hard-link copy of the source (kernel_build_src), so that
 # kernel_src stays the pristine Debian tree.
-kernel_patches() { ls "$TOP"/scripts/kernel-patches/*.patch 2>/dev/null || true; }
+# A variant's own patches (scripts/kernel-patches/VARIANT/) come after them.
+kernel_patches() {
+	ls "$TOP"/scripts/kernel-patches/*.patch 2>/dev/null || true
+	[ -z "$KERNEL_VARIANT" ] || ls "$TOP/scripts/kernel-patches/$KERNEL_VARIANT"/*.patch 2>/dev/null || true
+}
 kernel_build_src() {
 	if [ -n "$(kernel_patches)" ]; then
 		echo "$(kernel_src)-patched-$(kernel_patches | xargs cat | sha256sum | cut -c1-12)"

@@ -31,11 +31,15 @@
 # through swiotlb (swiotlb=force) and checked by CONFIG_DMA_API_DEBUG, as
 # on a server whose RDMA NIC is behind swiotlb; a second NIC, eth1, is
 # there for a second software RDMA device (tests/vm/guest/lib.sh, dma_*).
+# With KERNEL_VARIANT=iommu, -D puts the NICs behind QEMU's emulated Intel
+# IOMMU instead (q35, intel-iommu, iommu.strict=1; the NICs with
+# iommu_platform=on): a DMA address is an IOVA of the NIC's IOMMU domain,
+# and the drivers refuse one that is not mapped (kernel-patches/iommu).
 
 . "$(dirname "$0")/lib.sh"
 
 TIMEOUT=600 NAME= MEM=2048 SMP=2 NETDEV="hubport,hubid=0" MAC=52:54:00:12:34:01 MODTREE=
-KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN= QEMU_EXTRA= DMA_MAPPED=0
+KIMAGE= INITRD= EXTRA= ACCEL=tcg PLUGIN= QEMU_EXTRA= DMA_MAPPED=0 MACHINE=
 while getopts t:n:m:c:N:M:d:K:I:e:A:P:Q:D o; do
 	case $o in
 	t) TIMEOUT=$OPTARG ;;
@@ -102,11 +106,20 @@ fs() { # id path [ro]
 
 # A virtio NIC, by default on a QEMU hub with no other port: soft-RoCE gets
 # a real Ethernet device, and no frame ever leaves the VM.
-NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC"
-if [ "$DMA_MAPPED" = 1 ]; then
+NIC_OPTS=
+if [ "$DMA_MAPPED" = 1 ] && [ "$KERNEL_VARIANT" = iommu ]; then
+	# The IOMMU is created before the devices it translates for; virtio
+	# goes through it only as a modern device with ACCESS_PLATFORM.
+	MACHINE="-M q35 -device intel-iommu,intremap=off"
+	NIC_OPTS=",iommu_platform=on,disable-legacy=on"
+	EXTRA="$EXTRA rs_dma=1 rs_iommu=1 intel_iommu=on iommu.strict=1 rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
+elif [ "$DMA_MAPPED" = 1 ]; then
 	EXTRA="$EXTRA rs_dma=1 swiotlb=force,track_hiwater rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
-	NET="$NET -netdev hubport,hubid=1,id=n1 -device virtio-net-pci,netdev=n1,mac=${MAC%:*}:f1"
 fi
+NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC$NIC_OPTS"
+[ "$DMA_MAPPED" = 1 ] &&
+	NET="$NET -netdev hubport,hubid=1,id=n1 -device virtio-net-pci,netdev=n1,mac=${MAC%:*}:f1$NIC_OPTS"
+
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose
@@ -126,12 +139,12 @@ boot() {
 	RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$-$1
 	mkdir -p "$RUN"
 	printf '%s\n' "${ARGS[@]}" >"$RUN/args"
-	say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")), logs in $RUN" >&2
+	say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")$([ -n "$MACHINE" ] && echo " behind an IOMMU")), logs in $RUN" >&2
 	t0=$SECONDS
 	rc=0
 	# shellcheck disable=SC2046,SC2086 # the option lists are meant to split
 	timeout -k 10 "$TIMEOUT" qemu-system-x86_64 \
-		-accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
+		-accel "$ACCEL" $MACHINE -cpu max -smp "$SMP" -m "$MEM" -bios /usr/share/qemu/qboot.rom \
 		-kernel "$KIMAGE" ${INITRD:+-initrd "$INITRD"} -append "$(echo $CMDLINE)" \
 		-no-reboot -display none -monitor none -nodefaults \
 		${PLUGIN:+-plugin "${PLUGIN//@RUN@/$RUN}"} $QEMU_EXTRA \

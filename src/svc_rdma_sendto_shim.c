@@ -319,6 +319,11 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 	if (ib_uses_virt_dma(dev))
 		return;
 	for (i = 0; i < n; i++) {
+#ifdef RPCRDMA_RS_MUTATE_unmap_in_flight
+		/* Test build: the first fragment was unmapped at the post. */
+		if (i == 0)
+			continue;
+#endif
 #ifdef RPCRDMA_RS_MUTATE_unmap_wrong_len
 		/* Test build: the first payload fragment unmapped one byte short. */
 		if (i == 0 && sges[i].length > 1) {
@@ -346,6 +351,19 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 			const struct ib_send_wr *wr,
 			const struct ib_send_wr **bad_wr)
 {
+#if defined(RPCRDMA_RS_MUTATE_unmap_in_flight)
+	/*
+	 * Test build: the Send's first payload fragment unmapped before the
+	 * post (rs_ib_dma_unmap_pages then skips it), so the device reads it
+	 * through an address that is no longer mapped.
+	 */
+	const struct ib_send_wr *w;
+
+	for (w = wr; w; w = w->next)
+		if (w->sg_list == hdr && w->num_sge > 1)
+			ib_dma_unmap_page(qp->device, w->sg_list[1].addr,
+					  w->sg_list[1].length, DMA_TO_DEVICE);
+#endif
 #if defined(RPCRDMA_RS_MUTATE_skip_header_sync)
 	/* Test build: the header is never made visible to the device. */
 	return ib_post_send(qp, wr, bad_wr);
