@@ -165,7 +165,7 @@ uninstall:
 	@scripts/install.sh uninstall
 
 clean:
-	rm -rf build tests/host/target
+	rm -rf build build-debug build-iommu tests/host/target
 
 cache-clean:
 	rm -rf "$${RPCRDMA_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/rpcrdma-rs}"
