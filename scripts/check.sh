@@ -791,8 +791,8 @@ iommu)
 	# of swiotlb=force: a DMA address is an IOVA of the NIC's domain, and an
 	# access through one unmapped reaches no page (the drivers refuse it
 	# with a WARNING, kernel-patches/iommu). Needs a kernel of its own
-	# (ACPI, INTEL_IOMMU: about 25 minutes to build on 2 cores), so not part
-	# of `make check`; Documentation/testing.rst says why.
+	# (ACPI, INTEL_IOMMU: 845 s to build on 2 cores), so not part of
+	# `make check`; Documentation/testing.rst says why.
 	phase setup do_setup || { summary; exit 1; }
 	if phase build-iommu build_kernel_and_modules; then
 		phase teardown do_iommu_teardown || true

@@ -107,19 +107,22 @@ fs() { # id path [ro]
 # A virtio NIC, by default on a QEMU hub with no other port: soft-RoCE gets
 # a real Ethernet device, and no frame ever leaves the VM.
 NIC_OPTS=
-if [ "$DMA_MAPPED" = 1 ] && [ "$KERNEL_VARIANT" = iommu ]; then
-	# The IOMMU is created before the devices it translates for; virtio
-	# goes through it only as a modern device with ACCESS_PLATFORM.
-	MACHINE="-M q35 -device intel-iommu,intremap=off"
-	NIC_OPTS=",iommu_platform=on,disable-legacy=on"
-	EXTRA="$EXTRA rs_dma=1 rs_iommu=1 intel_iommu=on iommu.strict=1 rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
-elif [ "$DMA_MAPPED" = 1 ]; then
-	EXTRA="$EXTRA rs_dma=1 swiotlb=force,track_hiwater rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
+if [ "$DMA_MAPPED" = 1 ]; then
+	EXTRA="$EXTRA rs_dma=1 rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
+	if [ "$KERNEL_VARIANT" = iommu ]; then
+		# The IOMMU is created before the devices it translates for;
+		# virtio goes through it only as a modern device with
+		# ACCESS_PLATFORM.
+		MACHINE="-M q35 -device intel-iommu,intremap=off"
+		NIC_OPTS=",iommu_platform=on,disable-legacy=on"
+		EXTRA="$EXTRA rs_iommu=1 intel_iommu=on iommu.strict=1"
+	else
+		EXTRA="$EXTRA swiotlb=force,track_hiwater"
+	fi
 fi
 NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC$NIC_OPTS"
 [ "$DMA_MAPPED" = 1 ] &&
 	NET="$NET -netdev hubport,hubid=1,id=n1 -device virtio-net-pci,netdev=n1,mac=${MAC%:*}:f1$NIC_OPTS"
-
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose

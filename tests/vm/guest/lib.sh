@@ -193,16 +193,16 @@ dma_mode_start() {
 		translated=$(dma_translated "$dev")
 		[ "$translated" -gt 0 ] ||
 			{ fail "DMA-mapped mode: none of $dev's $base mappings has an IOVA other than its address"; return 1; }
-		echo "$dev $base $2" >>/tmp/dma-devs
-		pass "DMA-mapped mode: $2 on $1 maps through PCI device $dev, behind the IOMMU in a strict DMA domain (group $(basename "$(readlink $group)"); $translated of its $base mappings at start translated), checked by DMA-API debugging"
-		return 0
+		how="behind the IOMMU in a strict DMA domain (group $(basename "$(readlink $group)"); $translated of its $base mappings at start translated)"
+	else
+		case $line in
+		*"every mapping bounced"*) ;;
+		*) fail "DMA-mapped mode: $2 on $1 has no bounced DMA device (${line:-no message from $mod})"; return 1 ;;
+		esac
+		how="every mapping bounced by swiotlb ($base mappings at start)"
 	fi
-	case $line in
-	*"every mapping bounced"*) ;;
-	*) fail "DMA-mapped mode: $2 on $1 has no bounced DMA device (${line:-no message from $mod})"; return 1 ;;
-	esac
 	echo "$dev $base $2" >>/tmp/dma-devs
-	pass "DMA-mapped mode: $2 on $1 maps through PCI device $dev, every mapping bounced by swiotlb and checked by DMA-API debugging ($base mappings at start)"
+	pass "DMA-mapped mode: $2 on $1 maps through PCI device $dev, $how, checked by DMA-API debugging"
 }
 
 # dma_mode_check WHO: in the DMA-mapped mode, once the server has stopped:
