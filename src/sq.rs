@@ -162,6 +162,7 @@ impl<'a> SqTicket<'a> {
 }
 
 impl Drop for SqTicket<'_> {
+    #[inline]
     fn drop(&mut self) {
         self.rdma.sq_ticket_tail().add(1, Relaxed);
         // wake_up() takes the queue lock unconditionally: no barrier needed.

@@ -123,6 +123,7 @@ impl IbDevice {
     /// which `IdleCtxt::free` unmaps) and given up with
     /// [`DmaMapping::into_sge`] or kept by its ctxt, and no I/O uses it any
     /// more.
+    #[inline]
     pub(crate) unsafe fn unmap_page(&self, addr: u64, len: u32) {
         // SAFETY: a live page mapping of this registered device that no
         // I/O uses any more (`# Safety`).
@@ -171,6 +172,7 @@ impl DmaMapping<'_> {
 }
 
 impl Drop for DmaMapping<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the mapping is live and owned by `self` (type invariant).
         unsafe { self.device.unmap_page(self.addr, self.len) };

@@ -31,6 +31,7 @@ pub(crate) fn sq_post_err(rdma: &Rdma, cid: &sys::rpc_rdma_cid, status: i32) {
 }
 
 /// `svcrdma_wc_send`: a Send completed.
+#[inline]
 pub(crate) fn wc_send(cid: &sys::rpc_rdma_cid) {
     // SAFETY: the event reads the borrowed cid during the call.
     unsafe { trace::wc_send(cid) }

@@ -180,6 +180,7 @@ impl Rdma {
 
     /// Sets `XPT_DATA` and enqueues the transport, so that an nfsd thread
     /// comes to it.
+    #[inline]
     pub(crate) fn set_data_and_enqueue(&self) {
         // SAFETY: the transport is live.
         unsafe { sys::rs_xprt_set_data_and_enqueue(self.as_ptr()) }
@@ -359,6 +360,7 @@ impl WaitQueue {
     }
 
     /// `wake_up`: wakes one exclusive waiter and all others.
+    #[inline]
     pub(crate) fn wake_up(&self) {
         // SAFETY: an initialised queue (type invariant); `wake_up` is this
         // call with one exclusive waiter and no key.

@@ -33,6 +33,7 @@ impl CtxtList {
     /// # Safety
     ///
     /// `ctxt` is a ctxt of the transport this list belongs to.
+    #[inline]
     pub(crate) unsafe fn push(&self, ctxt: Ctxt<'_>) -> bool {
         // INVARIANT: a ctxt of the list's transport (`# Safety`), given to
         // the list.
@@ -140,6 +141,7 @@ impl Drop for CtxtChain<'_> {
     /// Drops what the chain still holds, as each [`Ctxt`] drops (a put,
     /// or a refusal that is reported), so that no ctxt is lost unlisted
     /// with an abandoned chain. Every user iterates its chain to the end.
+    #[inline]
     fn drop(&mut self) {
         for ctxt in self.by_ref() {
             drop(ctxt);
