@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # hostile.sh [REPETITIONS]: the hostile-client suite (tests/vm/guest/hostile.py,
-# 31 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
+# 38 classes of malformed or adversarial RPC-over-RDMA Calls, each repeated)
 # against the rust flavour, asserted; over soft-RoCE, then once per class
 # over soft-iWARP in the same VM. A well-behaved NFSv3 client runs a
 # verifying fio throughout, and afterwards the Send path's leak counters

@@ -91,9 +91,9 @@ def op_readdir(maxcount):
     return u32(OP_READDIR, 0, 0, 0, 0, maxcount, maxcount, 1, (1 << 1) | (1 << 4))
 
 
-def op_read(count):
+def op_read(count, offset=0):
     # The anonymous stateid (all zeros): seqid + 12 bytes of other.
-    return u32(OP_READ, 0, 0, 0, 0) + struct.pack(">Q", 0) + u32(count)
+    return u32(OP_READ, 0, 0, 0, 0) + struct.pack(">Q", offset) + u32(count)
 
 
 def header(xid, vers=1, credits=32, proc=RDMA_MSG, reads=b"", writes=b"", reply=b""):
@@ -297,6 +297,38 @@ def read_data_ok(conn, data):
     return "data_ok"
 
 
+def reads_data_ok(conn, data):
+    """READs of (offset, count) conn.reads of DATA_FILE, the compound's
+    third operation on (PUTROOTFH, LOOKUP, READ, READ, ...), each with a
+    Write chunk of its own (conn.write_mrs): data_ok if the reply has one
+    Write chunk per READ, each holding what its READ says it returned, and
+    that is the file's."""
+    want = []
+    with open(DATA_FILE, "rb") as f:
+        for offset, count in conn.reads:
+            f.seek(offset)
+            want.append(f.read(count))
+    try:
+        assert struct.unpack_from(">I", data, 12)[0] == RDMA_MSG, "not RDMA_MSG"
+        off, _, chunks = rpc_results(data)
+        assert nfs4_status(data) == 0, f"COMPOUND status {nfs4_status(data)}"
+        assert len(chunks) == len(conn.reads), f"{len(chunks)} Write chunks, {len(conn.reads)} READs"
+        off += 12 + 16
+        for i, (mr, expected) in enumerate(zip(conn.write_mrs, want)):
+            # Each READ's data left the inline reply (RFC 8166 section
+            # 3.5); its length stays, then the next result follows.
+            op, status, _eof, count = struct.unpack_from(">4I", data, off)
+            assert (op, status) == (OP_READ, 0), f"READ {i + 1} result {op} {status}"
+            off += 16
+            written = sum(length for length, _ in chunks[i])
+            assert written == count, f"Write chunk {i + 1} holds {written}, READ says {count}"
+            if count != len(expected) or mr.read(count, 0) != expected:
+                return f"data_mismatch(READ {i + 1}: {count} bytes, want {len(expected)})"
+    except (AssertionError, struct.error) as err:
+        return f"bad_reply({err})"
+    return "data_ok"
+
+
 def data_file_handle(conn, xid):
     """The file handle of DATA_FILE (NFSv4 PUTROOTFH, LOOKUP, GETFH on
     conn; knfsd's handles serve NFSv3 as well), None if not had."""
@@ -460,6 +492,21 @@ def cases():
             writes = u32(1, 1) + segment(c.write_mr.rkey, count, c.write_mr.buf)
         return header(x, writes=writes) + compound(x, ops)
 
+    def reads_checked(c, x, reads, readdir_after=0):
+        # PUTROOTFH, LOOKUP data.bin, a READ per (offset, count) of reads,
+        # each with its own Write chunk [, PUTROOTFH, READDIR].
+        c.reads, c.write_mrs = reads, []
+        ops = [u32(OP_PUTROOTFH), u32(OP_LOOKUP) + xdr_opaque(b"data.bin")]
+        writes = b""
+        for offset, count in reads:
+            ops.append(op_read(count, offset))
+            mr = c.region(count)
+            c.write_mrs.append(mr)
+            writes += u32(1, 1) + segment(mr.rkey, count, mr.buf)
+        if readdir_after:
+            ops += [u32(OP_PUTROOTFH), op_readdir(readdir_after)]
+        return header(x, writes=writes) + compound(x, ops)
+
     def read3_small(c, x, offset, count):
         # An NFSv3 READ (its data in the reply's pages, unlike a small
         # NFSv4 READ's, at the file offset's place in its page); the file
@@ -508,6 +555,10 @@ def cases():
         # inline: pulled up, its data copied from two pages and its XDR
         # pad from the tail.
         "read3_small_inline": ("data_ok", lambda c, x: read3_small(c, x, 4046, 99), read3_data_ok),
+        # The same with 999 bytes from offset 3500: over 512 bytes, so the
+        # reply is DMA-mapped, not pulled up: its head, two page fragments
+        # and the tail that holds the XDR pad, each an SGE.
+        "read3_mapped_inline": ("data_ok", lambda c, x: read3_small(c, x, 3500, 999), read3_data_ok),
         # The READ payload in a Write chunk and more than 512 bytes of
         # reply besides (a READDIR): the inline rest is DMA-mapped, with
         # the payload's pages skipped (C's pcl_process_nonpayloads).
@@ -518,6 +569,14 @@ def cases():
         "empty_send": ("drop", lambda c, x: b""),
         "garbage_rpc": ("reply", lambda c, x: header(x) + u32(x, 0, 2) + b"\xff" * 64),
         "wrong_program": ("reply", lambda c, x: header(x) + rpc_call(x, prog=100099)),
+        # Two READs, each with its own Write chunk (RFC 8166 allows a Write
+        # list of several; no Linux client sends one): two result payloads,
+        # so the inline rest is three regions, found by walking the Write
+        # list; pulled up here (under 512 bytes), DMA-mapped in the next.
+        "two_reads_two_write_chunks": ("data_ok", lambda c, x: reads_checked(
+            c, x, [(0, 8192), (12288, 4096)]), reads_data_ok),
+        "two_write_chunks_and_mapped_rest": ("data_ok", lambda c, x: reads_checked(
+            c, x, [(4096, 16384), (65536, 8192)], readdir_after=1500), reads_data_ok),
         # A Write list and a Reply chunk in one Call (RFC 8166 allows it):
         # the READ payload goes to the Write chunk, the rest of the reply to
         # the Reply chunk, whose lengths must count only that rest.
