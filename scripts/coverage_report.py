@@ -439,7 +439,19 @@ def block_lines(build, blist, reasons):
     summary = ['Never-executed instructions by reason:']
     for why, n in by_reason.most_common():
         summary.append(f'  {n:>5}  {why}')
+    executed, total = counts(build.funcs)
+    out_of_reach = sum(n for why, n in by_reason.items() if not can_run(why))
+    summary.append(f'  executed share of the instructions less padding, never-called copies and blocks '
+                   f'whose reason says unreachable by design: {executed} / {total - out_of_reach}, '
+                   f'{pct(executed, total - out_of_reach):.1f}%')
     return summary + [''] + lines
+
+
+def can_run(reason):
+    """Whether a never-executed block of this reason is one some input or
+    timing could run: not padding, not a copy nothing calls, not one whose
+    reason (a claim, kept true in the reasons file) shows it unreachable."""
+    return not (reason in ('padding', UNCALLED) or reason.startswith('unreachable by design'))
 
 
 def main():
