@@ -162,10 +162,11 @@ SWIOTLB=/sys/kernel/debug/swiotlb
 # DMA_ATTR_WEAK_ORDERING (attrs=0x22), which nothing in the RDMA core,
 # rxe, siw or xprtrdma uses.
 dma_mappings() { awk -v d="$1" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/' $DMA_API/dump | wc -l; }
-# dma_translated DEV: how many of DEV's live mappings have a DMA address
-# other than their physical one (P= and D= of the DMA-API debugging dump).
+# dma_translated DEV: how many of DEV's live mappings (as dma_mappings
+# counts them) have a DMA address other than their physical one (P= and
+# D= of the DMA-API debugging dump).
 dma_translated() {
-	awk -v d="$1" '$2 == d {
+	awk -v d="$1" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/ {
 		p = $0; sub(/.* P=0x/, "", p); sub(/ .*/, "", p); sub(/^0+/, "", p)
 		a = $0; sub(/.* D=/, "", a); sub(/ .*/, "", a); sub(/^0+/, "", a)
 		if (tolower(p) != tolower(a)) n++
