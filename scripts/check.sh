@@ -215,7 +215,13 @@ relay_script() {
 		FAIL:*) bad "$prefix${line#FAIL: }" ;;
 		*) echo "    $line" ;;
 		esac
-	done < <("$@" 2>&1; echo $? >"$rcfile")
+	# The status by `||`: this subshell inherits `set -e`, which would end
+	# it at a failing script before the status is written.
+	done < <(
+		st=0
+		"$@" 2>&1 || st=$?
+		echo "$st" >"$rcfile"
+	)
 	rc=$(cat "$rcfile")
 	rm -f "$rcfile"
 	if [ -z "$rc" ]; then
