@@ -322,11 +322,31 @@ def reads_data_ok(conn, data):
             off += 16
             written = sum(length for length, _ in chunks[i])
             assert written == count, f"Write chunk {i + 1} holds {written}, READ says {count}"
-            if count != len(expected) or mr.read(count, 0) != expected:
-                return f"data_mismatch(READ {i + 1}: {count} bytes, want {len(expected)})"
+            got = mr.read(count, 0)
+            if count != len(expected) or got != expected:
+                return f"data_mismatch(READ {i + 1}: {count} bytes, want {len(expected)}; " \
+                    f"{mismatch(got, expected, conn.reads[i][0])})"
     except (AssertionError, struct.error) as err:
         return f"bad_reply({err})"
     return "data_ok"
+
+
+def mismatch(got, want, offset):
+    """Where got first differs from want, the file's bytes from offset,
+    and what it holds there: zeros, or bytes of the file found at another
+    offset (data from elsewhere), or neither."""
+    n = min(len(got), len(want))
+    i = next((k for k in range(n) if got[k] != want[k]), n)
+    wrong = sum(1 for k in range(n) if got[k] != want[k])
+    head = got[i:i + 64]
+    what = "zeros" if not head.strip(b"\0") else "unknown bytes"
+    if what != "zeros":
+        with open(DATA_FILE, "rb") as f:
+            at = f.read().find(head)
+        if at >= 0:
+            what = f"the file's bytes at offset {at}"
+    return (f"{wrong} of {n} bytes wrong, the first at {i} (file offset {offset + i}), "
+            f"where 64 bytes are {what}")
 
 
 def data_file_handle(conn, xid):

@@ -29,8 +29,15 @@ sleep 2
 
 # hostile_run SERVER REPS OUT: every class, then the small-SQ ones on a
 # server whose new connections get a small Send Queue (the well-behaved
-# client keeps its own).
+# client keeps its own). With rs_hostile_only=CLASS[,CLASS...] (vm-run.sh
+# -e, to reproduce a class): those classes alone, and no second fabric.
 hostile_run() {
+	if [ -n "${rs_hostile_only:-}" ]; then
+		# shellcheck disable=SC2046 # one word per class
+		HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" \
+			$(echo "$rs_hostile_only" | tr , ' ') 2>&1 | tee "$3"
+		return
+	fi
 	HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" 2>&1 | tee "$3"
 	maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
 	old_maxreq=$(cat $maxreq)
@@ -66,7 +73,7 @@ fi
 # The second fabric, once per class, without the fio load (the guest's two
 # vCPUs are all soft-iWARP's TCP has under TCG).
 set +e
-if [ "$also" = siw ]; then
+if [ "$also" = siw ] && [ -z "${rs_hostile_only:-}" ]; then
 	# siw on a netdev of its own with its own address, so that connections
 	# to that address cannot take rxe0 (eth0), as rxe0's cannot take siw0:
 	# a veth, or in the DMA-mapped mode the second NIC (a DMA device needs
