@@ -26,7 +26,8 @@
 # and every never-executed block of the rust flavour with its source lines;
 # both are kept in $LOGS (coverage-table.txt, coverage-blocks-*.txt).
 # COVERAGE_FLOOR=PCT: fail if rust executed less than PCT% of its Send-path
-# instructions. Exits non-zero if a run left no coverage data or the report
+# instructions; COVERAGE_FLOOR_CAN_RUN=PCT, of those less padding,
+# never-called copies and blocks shown unreachable by design. Exits non-zero if a run left no coverage data or the report
 # fails; a workload's own failure is shown, its coverage still counts.
 
 . "$(dirname "$0")/lib.sh"
@@ -120,6 +121,7 @@ say "coverage: report ($((SECONDS - T0)) s so far)"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 rc=0
-"$PY" "$TOP/scripts/coverage_report.py" --logs "$LOGS" ${COVERAGE_FLOOR:+--floor "$COVERAGE_FLOOR"} "${SPECS[@]}" || rc=$?
+"$PY" "$TOP/scripts/coverage_report.py" --logs "$LOGS" ${COVERAGE_FLOOR:+--floor "$COVERAGE_FLOOR"} \
+	${COVERAGE_FLOOR_CAN_RUN:+--floor-can-run "$COVERAGE_FLOOR_CAN_RUN"} "${SPECS[@]}" || rc=$?
 echo "    coverage: $((SECONDS - T0)) s in all (${FLAVOURS[*]})"
 [ "$rc" = 0 ] && [ "$PROBLEMS" = 0 ]
