@@ -548,11 +548,12 @@ do_failfunc() {
 # 84.8% and 87.8% measured in two make checks with the teardown phase's siw
 # strand runs, which make the teardown of ctxts a drain left behind run at
 # every make check (85.7% in one whose strand_sends=2 run crashed early);
-# the floor leaves room for the timing-dependent paths.
-COVERAGE_FLOOR=${COVERAGE_FLOOR:-84}
+# 91.1% at e0f51f2, with the never-called copies gone and four hostile
+# classes more; the floor leaves room for the timing-dependent paths.
+COVERAGE_FLOOR=${COVERAGE_FLOOR:-88}
 # The same, less padding, never-called copies and the blocks that
 # tests/profile/coverage-reasons.txt shows unreachable by design (issue 26's
-# 95% target, over what can run; the report gives both).
+# 95% target, over what can run; the report gives both). 97.0% at e0f51f2.
 COVERAGE_FLOOR_CAN_RUN=${COVERAGE_FLOOR_CAN_RUN:-95}
 do_coverage() {
 	local n
