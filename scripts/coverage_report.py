@@ -561,6 +561,7 @@ def main():
         by_reason = collections.Counter()
         for blk in blocks(builds['rust']):
             by_reason[reason_of(blk, reasons)] += blk['insns']
+        # The same count as the blocks file's summary line.
         can_run_share = pct(*can_run_counts(builds['rust'], by_reason))
     for flavour, b in builds.items():
         lines = block_lines(b, blocks(b), reasons)

@@ -42,6 +42,17 @@ def compiler():
     return None
 
 
+class CanRun(unittest.TestCase):
+    def test_reasons(self):
+        # Out of reach: padding, never-called copies, and what a reason
+        # shows unreachable by design; anything else could run.
+        self.assertFalse(coverage_report.can_run("padding"))
+        self.assertFalse(coverage_report.can_run(coverage_report.UNCALLED))
+        self.assertFalse(coverage_report.can_run("unreachable by design: a NULL guard"))
+        self.assertTrue(coverage_report.can_run("test missing"))
+        self.assertTrue(coverage_report.can_run("a partial post: the fault build's post_mid point does"))
+
+
 class NeverCalled(unittest.TestCase):
     def test_references(self):
         cc = compiler()
