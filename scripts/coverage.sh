@@ -27,8 +27,9 @@
 # both are kept in $LOGS (coverage-table.txt, coverage-blocks-*.txt).
 # COVERAGE_FLOOR=PCT: fail if rust executed less than PCT% of its Send-path
 # instructions; COVERAGE_FLOOR_CAN_RUN=PCT, of those less padding,
-# never-called copies and blocks shown unreachable by design. Exits non-zero if a run left no coverage data or the report
-# fails; a workload's own failure is shown, its coverage still counts.
+# never-called copies and blocks shown unreachable by design. Exits
+# non-zero if a run left no coverage data or the report fails; a
+# workload's own failure is shown, its coverage still counts.
 
 . "$(dirname "$0")/lib.sh"
 

@@ -422,6 +422,7 @@ def reason_of(b, reasons):
 
 
 def block_lines(build, blist, reasons):
+    """The blocks file's lines, and the executed share of what can run."""
     lines = [f'Never-executed blocks of the {build.flavour} flavour ({build.ko}), largest first;',
              'padding (nop/int3 only) last. bytes, instructions, function+offset [group], source lines',
              '(innermost inlined frame in our own sources; otherwise the innermost known),',
@@ -442,7 +443,7 @@ def block_lines(build, blist, reasons):
     executed, can = can_run_counts(build, by_reason)
     summary.append(f'  executed share of the instructions less padding, never-called copies and blocks '
                    f'whose reason says unreachable by design: {executed} / {can}, {pct(executed, can):.1f}%')
-    return summary + [''] + lines
+    return summary + [''] + lines, pct(executed, can)
 
 
 def can_run_counts(build, by_reason):
@@ -557,14 +558,10 @@ def main():
     print('\n'.join(out))
     reasons = load_reasons(REASONS)
     can_run_share = None
-    if 'rust' in builds:
-        by_reason = collections.Counter()
-        for blk in blocks(builds['rust']):
-            by_reason[reason_of(blk, reasons)] += blk['insns']
-        # The same count as the blocks file's summary line.
-        can_run_share = pct(*can_run_counts(builds['rust'], by_reason))
     for flavour, b in builds.items():
-        lines = block_lines(b, blocks(b), reasons)
+        lines, can = block_lines(b, blocks(b), reasons)
+        if flavour == 'rust':
+            can_run_share = can
         path = os.path.join(args.logs, f'coverage-blocks-{flavour}.txt')
         with open(path, 'w') as fh:
             fh.write('\n'.join(lines) + '\n')

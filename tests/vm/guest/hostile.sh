@@ -32,13 +32,10 @@ sleep 2
 # client keeps its own). With rs_hostile_only=CLASS[,CLASS...] (vm-run.sh
 # -e, to reproduce a class): those classes alone, and no second fabric.
 hostile_run() {
-	if [ -n "${rs_hostile_only:-}" ]; then
-		# shellcheck disable=SC2046 # one word per class
-		HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" \
-			$(echo "$rs_hostile_only" | tr , ' ') 2>&1 | tee "$3"
-		return
-	fi
-	HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" 2>&1 | tee "$3"
+	# shellcheck disable=SC2046 # one word per class
+	HOSTILE_DATA=$EXPORT/data.bin python3 /work/tests/vm/guest/hostile.py "$1" $RDMA_PORT "$2" \
+		$(echo "${rs_hostile_only:-}" | tr , ' ') 2>&1 | tee "$3"
+	[ -z "${rs_hostile_only:-}" ] || return 0
 	maxreq=/proc/sys/sunrpc/svc_rdma/max_requests
 	old_maxreq=$(cat $maxreq)
 	echo 4 >$maxreq

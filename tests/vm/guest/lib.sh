@@ -161,16 +161,18 @@ SWIOTLB=/sys/kernel/debug/swiotlb
 # 256 pages). page_pool maps with DMA_ATTR_SKIP_CPU_SYNC |
 # DMA_ATTR_WEAK_ORDERING (attrs=0x22), which nothing in the RDMA core,
 # rxe, siw or xprtrdma uses.
-dma_mappings() { awk -v d="$1" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/' $DMA_API/dump | wc -l; }
+# dma_live DEV prints their lines of the DMA-API debugging dump.
+dma_live() { awk -v d="$1" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/' $DMA_API/dump; }
+dma_mappings() { dma_live "$1" | wc -l; }
 # dma_translated DEV: how many of DEV's live mappings (as dma_mappings
 # counts them) have a DMA address other than their physical one (P= and
 # D= of the DMA-API debugging dump).
 dma_translated() {
-	awk -v d="$1" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/ {
+	dma_live "$1" | awk '{
 		p = $0; sub(/.* P=0x/, "", p); sub(/ .*/, "", p); sub(/^0+/, "", p)
 		a = $0; sub(/.* D=/, "", a); sub(/ .*/, "", a); sub(/^0+/, "", a)
 		if (tolower(p) != tolower(a)) n++
-	} END { print n + 0 }' $DMA_API/dump
+	} END { print n + 0 }'
 }
 
 # dma_mode_start NETDEV RDMADEV: in the DMA-mapped mode, proves that
@@ -231,7 +233,7 @@ dma_mode_check() {
 		if [ "$now" -le "$base" ]; then
 			pass "$1: no DMA mapping of $rdev ($dev) left after the server stopped ($now, $base at start)"
 		else
-			awk -v d="$dev" '$2 == d && !/ DMA_FROM_DEVICE .* attrs=0x22$/' $DMA_API/dump >"/results/dma-left-$rdev.txt"
+			dma_live "$dev" >"/results/dma-left-$rdev.txt"
 			fail "$1: $((now - base)) DMA mappings of $rdev ($dev) left 30 s after the server stopped (dma-left-$rdev.txt)"
 		fi
 	done </tmp/dma-devs
