@@ -4,6 +4,7 @@
 tests/vm/guest/wirecheck.py is broken once on purpose here, on rows shaped
 as tshark prints them, and must be reported; a correct exchange must not."""
 
+import collections
 import os
 import sys
 import unittest
@@ -12,7 +13,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "../../vm/guest"))
 import wirecheck  # noqa: E402
 
 
-def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op="100003/6"):
+def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op="100003/6",
+        frame=1, qp="", psn=""):
     """A tshark row: writes is a list of chunks, a chunk a list of
     (handle, length, offset) segments; reply likewise one chunk or None."""
     segs = [(0x10 + i, 100, 0x1000) for i in range(reads)]
@@ -24,7 +26,9 @@ def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op=
         counts.append(len(reply))
         segs += reply
     f = {
-        "frame.number": "1", "frame.time_epoch": "100.0", "ip.src": src, "rpcordma.xid": xid,
+        "frame.number": str(frame), "frame.time_epoch": "100.0", "ip.src": src,
+        "ip.dst": "c" if src == "s" else "s", "infiniband.bth.destqp": qp,
+        "infiniband.bth.psn": psn, "rpcordma.xid": xid,
         "rpcordma.version": str(vers), "rpcordma.flow_control": str(credits),
         "rpcordma.msg_type": str(proc), "rpcordma.reads_count": str(reads),
         "rpcordma.writes_count": str(len(writes)),
@@ -90,6 +94,57 @@ class Rules(unittest.TestCase):
         reply = row("s", "0x1", 1, writes=[[(0xaa, 0, 0x7000), (0xbb, 0, 0x9000)]], reply=[(0xcc, 9, 0x2000)])
         self.assertEqual(reply.reply_shape(False), "NOMSG writes[unused] reply[used]")
         self.assertEqual(reply.reply_shape(True), "NOMSG writes[0,0] reply[9]")
+
+
+class Pairing(unittest.TestCase):
+    """How replies are matched to Calls, on the sequence of a real capture
+    (IOMMU conformance, rust over rxe, XID 0x1c0bb29e): the Call, a copy of
+    its packet retransmitted by RC, the reply; then a reconnect, the Call
+    resent with a new handle on a new queue pair, and its reply."""
+
+    OLD, NEW = [(0xde43, 16384, 0x1c0bb29e0a11d000)], [(0x10648, 16384, 0x1c0bb29e0a11d000)]
+
+    def pair(self, msgs):
+        stats, errors = collections.Counter(), []
+        pairs = wirecheck.pair(msgs, "s", stats, errors)
+        return [(c.frame, r.frame) for c, r in pairs], stats
+
+    def test_retransmitted_packet_and_resent_call(self):
+        msgs = [row("c", "0x1", 0, writes=[self.OLD], frame=18197, qp="0x16", psn="4571672"),
+                row("c", "0x1", 0, writes=[self.OLD], frame=18217, qp="0x16", psn="4571672"),
+                row("s", "0x1", 0, writes=[self.OLD], frame=18234, qp="0x16", psn="12748059"),
+                row("c", "0x1", 0, writes=[self.NEW], frame=18710, qp="0x19", psn="4963723"),
+                row("s", "0x1", 0, writes=[self.NEW], frame=18723, qp="0x19", psn="10489575")]
+        pairs, stats = self.pair(msgs)
+        self.assertEqual(pairs, [(18197, 18234), (18710, 18723)])
+        self.assertEqual((stats["packets_retransmitted"], stats["calls_resent"],
+                          stats["calls_unanswered"], stats["server_backchannel_calls"]), (1, 0, 0, 0))
+        by_frame = {m.frame: m for m in msgs}
+        for c, r in pairs:
+            self.assertEqual(wirecheck.violations(by_frame[c], by_frame[r]), [])
+
+    def test_unanswered_call_resent_after_reconnect(self):
+        # XID 0x92382d97 of the same capture: no reply on the first connection.
+        pairs, stats = self.pair([
+            row("c", "0x2", 0, writes=[self.OLD], frame=18176, qp="0x17", psn="1"),
+            row("c", "0x2", 0, writes=[self.NEW], frame=18740, qp="0x1a", psn="2"),
+            row("s", "0x2", 0, writes=[self.NEW], frame=18758, qp="0x1a", psn="3")])
+        self.assertEqual(pairs, [(18740, 18758)])
+        self.assertEqual((stats["calls_resent"], stats["calls_unanswered"]), (1, 0))
+
+    def test_not_deduplicated_without_the_same_packet(self):
+        # The same PSN on another queue pair is another packet; without
+        # the RC fields nothing is taken for a retransmission.
+        pairs, stats = self.pair([
+            row("c", "0x3", 0, frame=1, qp="0x16", psn="7"),
+            row("c", "0x4", 0, frame=2, qp="0x17", psn="7"),
+            row("c", "0x5", 0, frame=3), row("c", "0x5", 0, frame=4),
+            row("s", "0x3", 0, frame=5, qp="0x16", psn="9"),
+            row("s", "0x4", 0, frame=6, qp="0x17", psn="9"),
+            row("s", "0x6", 0, frame=7)])
+        self.assertEqual(pairs, [(1, 5), (2, 6)])
+        self.assertEqual((stats["packets_retransmitted"], stats["calls_unanswered"],
+                          stats["server_backchannel_calls"]), (0, 2, 1))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ svc_rdma_sendto.c that the Rust Send path must keep):
 - the Write list echoes the Call's: as many chunks, each with the same
   segments (handle, offset), every length at most the length offered;
 - the Reply chunk likewise echoes the Call's Reply chunk;
+- a reply answers the latest Call of its XID: after a reconnect the client
+  resends a Call with the same XID and newly registered chunks, and only
+  that one can be answered; an RC packet the fabric retransmitted (same
+  queue pair and PSN) is one message, not two;
 - no frame is malformed, except the NFS layer of READ replies whose
   payload went by Write chunk: without the RDMA Writes (not captured) the
   NFS dissector finds the data missing. Those are counted separately.
@@ -27,7 +31,8 @@ import csv
 import subprocess
 import sys
 
-FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "rpcordma.xid", "rpcordma.version",
+FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "ip.dst", "infiniband.bth.destqp",
+          "infiniband.bth.psn", "rpcordma.xid", "rpcordma.version",
           "rpcordma.flow_control", "rpcordma.msg_type", "rpcordma.reads_count",
           "rpcordma.writes_count", "rpcordma.reply_count", "rpcordma.segment_count",
           "rpcordma.position", "rpcordma.rdma_handle", "rpcordma.rdma_length",
@@ -42,6 +47,10 @@ class Message:
         self.frame = int(f["frame.number"])
         self.time = float(f["frame.time_epoch"])
         self.src = f["ip.src"]
+        # The RC packet that carried it: a copy the fabric retransmitted has
+        # the same key. None when tshark lacks the fields (no deduplication).
+        qp, psn = f["infiniband.bth.destqp"].split(";")[0], f["infiniband.bth.psn"].split(";")[0]
+        self.packet = (self.src, f["ip.dst"], qp, psn) if qp and psn else None
         self.xid = f["rpcordma.xid"]
         self.vers = first_int(f["rpcordma.version"])
         self.credits = first_int(f["rpcordma.flow_control"])
@@ -130,6 +139,43 @@ def violations(call, reply):
     return v
 
 
+def pair(msgs, server_ip, stats, errors):
+    """The (Call, reply) pairs of a capture's messages, in reply order.
+
+    A copy of an RC packet that the fabric retransmitted is dropped. A reply
+    answers the latest Call of its XID, and the earlier Calls of that XID
+    count as resent: the client resends a Call only after a reconnect, with
+    chunks registered anew, and the server can reply only on the connection
+    the resent Call came in on. Counts client messages, backchannel Calls,
+    resent and unanswered Calls in stats; a malformed Call goes to errors."""
+    pending = collections.defaultdict(list)
+    seen = set()
+    pairs = []
+    for m in msgs:
+        if m.packet is not None:
+            if m.packet in seen:
+                stats["packets_retransmitted"] += 1
+                continue
+            seen.add(m.packet)
+        if m.src != server_ip:
+            stats["client_messages"] += 1
+            if m.malformed:
+                stats["client_malformed"] += 1
+                errors.append(f"frame {m.frame}: client message flagged malformed by the dissector")
+            pending[m.xid].append(m)
+            continue
+        stats["server_messages"] += 1
+        if not pending[m.xid]:
+            # A backchannel Call from the server, not a reply.
+            stats["server_backchannel_calls"] += 1
+            continue
+        calls = pending.pop(m.xid)
+        stats["calls_resent"] += len(calls) - 1
+        pairs.append((calls[-1], m))
+    stats["calls_unanswered"] = sum(len(q) for q in pending.values())
+    return pairs
+
+
 def main(capture, phases_csv, server_ip, outdir):
     phases = []
     with open(phases_csv) as f:
@@ -172,25 +218,12 @@ def main(capture, phases_csv, server_ip, outdir):
     for m in msgs:
         m.malformed = m.frame in flagged
 
-    pending = collections.defaultdict(collections.deque)
     stats = collections.Counter()
     shapes = collections.Counter()
     exact = collections.defaultdict(set)
     errors = []
-    for m in msgs:
-        if m.src != server_ip:
-            stats["client_messages"] += 1
-            if m.malformed:
-                stats["client_malformed"] += 1
-                errors.append(f"frame {m.frame}: client message flagged malformed by the dissector")
-            pending[m.xid].append(m)
-            continue
-        stats["server_messages"] += 1
-        if not pending[m.xid]:
-            # A backchannel Call from the server, not a reply.
-            stats["server_backchannel_calls"] += 1
-            continue
-        call = pending[m.xid].popleft()
+    pairs = pair(msgs, server_ip, stats, errors)
+    for call, m in pairs:
         stats["server_replies"] += 1
         stats[f"server_replies_{ {MSG: 'msg', NOMSG: 'nomsg', ERROR: 'error'}.get(m.proc, 'other') }"] += 1
         if m.writes and any(sum(s[1] for s in c) for c in m.writes):
@@ -210,7 +243,6 @@ def main(capture, phases_csv, server_ip, outdir):
         key = (phase_of(call.time), call.call_shape())
         shapes[key + (m.reply_shape(False),)] += 1
         exact[key].add(m.reply_shape(True))
-    stats["calls_unanswered"] = sum(len(q) for q in pending.values())
 
     with open(f"{outdir}/wire-shapes.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -223,6 +255,8 @@ def main(capture, phases_csv, server_ip, outdir):
               "server_replies_nomsg", "server_replies_error", "server_replies_write_chunk_used",
               "server_replies_reply_chunk_used", "server_backchannel_calls", "calls_unanswered",
               "ddp_replies_short_for_nfs_dissector", "malformed", "client_malformed", "violations"):
+        print(f"wire_{k}={stats[k]}")
+    for k in ("packets_retransmitted", "calls_resent"):
         print(f"wire_{k}={stats[k]}")
     return 0
 
