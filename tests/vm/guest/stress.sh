@@ -49,7 +49,21 @@ fi
 # The RDMA device deleted while Sends wait in the SQ line: each waiter
 # must give up (its ticket passed on to the next), the connections close,
 # and once the device is back the client reconnects and fio goes on
-# verifying.
+# verifying. The errors an RPC can end with are traced meanwhile, so that
+# an I/O error names its layer: the client's transport (connect status,
+# RPC errors, RDMA_ERROR received, marshalling) or the server's NFS
+# (nfsd's write errors, the client's WRITE replies with an error).
+gone_events=
+for e in sunrpc:rpc_call_rpcerror sunrpc:rpc_connect_status rpcrdma:xprtrdma_device_removal \
+	rpcrdma:xprtrdma_op_connect rpcrdma:xprtrdma_connect rpcrdma:xprtrdma_disconnect \
+	rpcrdma:xprtrdma_marshal_failed rpcrdma:xprtrdma_err_chunk rpcrdma:xprtrdma_err_vers \
+	rpcrdma:xprtrdma_err_unrecognized nfsd:nfsd_write_err nfs:nfs_pgio_error nfs:nfs_writeback_done; do
+	[ -d "/sys/kernel/tracing/events/${e%%:*}/${e#*:}" ] && gone_events="$gone_events $e"
+done
+wb=/sys/kernel/tracing/events/nfs/nfs_writeback_done/filter
+[ -w $wb ] && echo 'error < 0' >$wb
+trace_start $gone_events
+result sq_gone_events_enabled "$(echo $gone_events | wc -w)"
 fio --name=sqgone --directory=/mnt/s --rw=randrw --bs=1m --size=16m --numjobs=4 \
 	--direct=1 --ioengine=libaio --iodepth=32 --runtime=20 --time_based \
 	--verify=crc32c --verify_backlog=8 --verify_fatal=1 --invalidate=0 \
@@ -73,7 +87,22 @@ if wait $gone_fio; then
 else
 	tail -n 10 /tmp/fio-gone.out
 	fail "sq: fio failed across the deletion of $dev"
+	# A passing run traces only reconnects (connect status, connect,
+	# disconnect, device removal, marshalling refused while disconnected):
+	# the errors first, then the last of the rest.
+	echo "errors traced across the deletion (events:$gone_events):"
+	grep -E ' (rpc_call_rpcerror|nfs_pgio_error|nfs_writeback_done|nfsd_write_err|xprtrdma_err_[a-z]*):' \
+		/sys/kernel/tracing/trace | head -n 40
+	echo "the last events traced:"
+	grep -v '^#' /sys/kernel/tracing/trace | tail -n 20
 fi
+# Off before rpcrdma goes: its events go with it.
+trace_stop
+# Each event's count (the token after the timestamp names it).
+result sq_gone_events_traced "$(grep -v '^#' /sys/kernel/tracing/trace |
+	awk '{ for (i = 1; i < NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { n[$(i + 1)]++; break } }
+	END { for (e in n) { printf "%s%s%d", s, e, n[e]; s = " " } }')"
+echo >/sys/kernel/tracing/set_event
 
 if rmmod rpcrdma 2>/dev/null; then
 	fail "unload: rmmod rpcrdma succeeded while an NFS/RDMA mount was active"
