@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations storm debian check-debug check-iommu pair bench profile coverage lint check-intree install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations read-sink storm debian check-debug check-iommu pair bench profile coverage lint check-intree install uninstall clean cache-clean help
 
 all: modules
 
@@ -108,6 +108,12 @@ failfunc:
 # target all four.
 dma-mutations:
 	@scripts/check.sh dma-mutations all
+
+# The module fix to the kernel's Read path (scripts/module-patches/0001):
+# both flavours with and without it, NFS WRITEs in Read chunks verified
+# byte for byte in the DMA-mapped mode. Part of `make check`.
+read-sink:
+	@scripts/check.sh read-sink
 
 # Disconnect storm (rxe device deleted and re-added under load); make check
 # runs 6 cycles, this target CYCLES (default 10).

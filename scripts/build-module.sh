@@ -10,7 +10,9 @@
 # with other MODULE_MAKE_ARGS gets its own NAME). KDIR defaults to the
 # cached test kernel, KSRC to KDIR's source tree. Compiler and flags always
 # come from the kernel's own config (scripts/kernel-toolchain.sh).
-# The kernel's C files are staged as symlinks in the cache, never copied.
+# The kernel's C files are staged as symlinks in the cache, never copied
+# into this repository; those that the module fixes change
+# (scripts/module-patches/) are staged as patched copies.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -52,11 +54,16 @@ mkdir -p "$STAGE"
 exec 9>"$STAGE.lock"
 flock 9
 # Re-link on every build so added or removed files are followed; objects stay.
+# The files the module fixes change are real files, left to
+# module-patches.sh below.
 find "$STAGE" -type l -delete
-for f in "$XPRT"/*.c "$XPRT"/*.h; do ln -s "$f" "$STAGE/"; done
+for f in "$XPRT"/*.c "$XPRT"/*.h; do [ -e "$STAGE/${f##*/}" ] || ln -s "$f" "$STAGE/"; done
 ln -s "$XPRT/Makefile" "$STAGE/upstream.mk"
 ln -s "$TOP/Kbuild" "$STAGE/Kbuild"
 cp -as "$TOP/src" "$TOP/bindings" "$STAGE/"
+# The fixes every build carries to the kernel's own C (scripts/module-patches/),
+# on this build's copy of the files they change; named in modinfo's "fixes".
+bash "$TOP/scripts/module-patches.sh" apply "$XPRT" "$STAGE" || exit 1
 
 version=$(cat "$KDIR/include/config/kernel.release" 2>/dev/null || echo unknown)
 # The git revision; a copy without git (DKMS) is named by dkms.conf's version.
@@ -104,4 +111,4 @@ else
 fi | awk '/^[^ ]/ && /:/ { obj = $1 } $1 ~ /^\.text/ { n[obj] += $2 } END { for (o in n) print o, n[o] }' |
 	sed 's|^.*/||; s|:||' | sort >"$OUT/text-bytes.txt"
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
-say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko")"
+say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko"), fixes: $(modinfo -F fixes "$OUT/rpcrdma.ko" | sed 's/:.*//' | paste -sd' ')"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
@@ -121,6 +121,9 @@ do_host() {
 	fi
 	PASSED=$((PASSED + passed)) FAILED=$((FAILED + failed))
 	echo "    host: $passed passed, $failed failed (log $log)"
+	# The fixes every build carries to the kernel's C: applied, skipped
+	# where the source has them, the build stopped where one does not apply.
+	relay_script "" bash "$TOP/tests/host/test_module_patches.sh" || true
 	# The conformance suite's wire checker, tested on rows that break each rule.
 	local t
 	for t in "$TOP"/tests/host/py/test_*.py; do
@@ -494,7 +497,7 @@ build_fault_variant() {
 # (build-module.sh locks a stage while it builds it).
 variants_background_start() {
 	setsid bash -c 'nice -n 19 bash -c "$1"' variants \
-		"$(declare -f build_fault_variant); TOP=$TOP; build_fault_variant; bash $TOP/scripts/dma-mutations.sh --build-only" \
+		"$(declare -f build_fault_variant); TOP=$TOP; build_fault_variant; bash $TOP/scripts/dma-mutations.sh --build-only; bash $TOP/scripts/read-sink.sh --build-only" \
 		>"$LOGS/variants-background.log" 2>&1 </dev/null &
 	BACKGROUND+=("$!")
 }
@@ -606,6 +609,13 @@ do_coverage() {
 # rust builds with a deliberate DMA-API misuse must fail the way they should.
 do_dma_mutations() {
 	relay_script "" bash "$TOP/scripts/dma-mutations.sh" "$@"
+}
+
+# The module fix to the kernel's Read path (scripts/module-patches/0001):
+# both flavours with and without it, NFS WRITEs in Read chunks verified
+# byte for byte in the DMA-mapped mode (scripts/read-sink.sh).
+do_read_sink() {
+	relay_script "" bash "$TOP/scripts/read-sink.sh"
 }
 
 # Disconnect storm: the server's rxe device deleted and re-added CYCLES
@@ -730,6 +740,7 @@ side_lane() {
 	phase faults do_faults || true
 	phase failfunc do_failfunc || true
 	phase dma-mutations do_dma_mutations || true
+	phase read-sink do_read_sink || true
 	phase install do_install || true
 	# Needs no test kernel: it builds against Debian's own.
 	phase debian do_debian_after_background || true
@@ -848,7 +859,7 @@ debug-storm | debug-failslab | debug-teardown-strand | debug-faults)
 		esac
 	fi
 	;;
-host) phase host-tests do_host || true ;;
+host) phase setup do_setup && phase host-tests do_host || true ;;
 build) phase setup do_setup && phase build do_build || true ;;
 kunit) phase setup do_setup && phase build do_build && phase kunit do_kunit || true ;;
 intree) phase setup do_setup && phase intree do_intree || true ;;
@@ -871,7 +882,8 @@ failfunc) phase setup do_setup && phase build do_build && phase failfunc do_fail
 # The report over the runs that COVERAGE=1 phases recorded so far.
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
+read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary

@@ -106,17 +106,37 @@ config_fragments() {
 	echo "$TOP/scripts/kernel.config"
 	[ -z "$KERNEL_VARIANT" ] || echo "$TOP/scripts/kernel-$KERNEL_VARIANT.config"
 }
-# Fixes to the test kernels themselves (not to rpcrdma.ko), e.g. to soft-RoCE:
-# applied to a hard-link copy of the source (kernel_build_src), so that
-# kernel_src stays the pristine Debian tree.
-# A variant's own patches (scripts/kernel-patches/VARIANT/) come after them.
+# The fixes to the kernel's own net/sunrpc/xprtrdma C that every rpcrdma.ko
+# we build carries, shipped (DKMS, make install) and test alike, in the
+# order of scripts/module-patches/series (scripts/module-patches.sh applies
+# them to a module build's private copy of those files).
+module_patches() {
+	sed -e 's/#.*//' "$TOP/scripts/module-patches/series" | awk 'NF { print $1 }' |
+		sed "s|^|$TOP/scripts/module-patches/|"
+}
+# The patches of the test kernels, applied to a hard-link copy of the source
+# (kernel_build_src), so that kernel_src stays the pristine Debian tree:
+# fixes to the kernels themselves and the test drivers' DMA-mapped mode
+# (scripts/kernel-patches/), then the module patches above, so that the
+# kernel's own tree (the in-tree graft, the C flavour's sources) has the
+# fixes too. A variant's own patches (scripts/kernel-patches/VARIANT/) last.
 kernel_patches() {
 	ls "$TOP"/scripts/kernel-patches/*.patch 2>/dev/null || true
+	module_patches
 	[ -z "$KERNEL_VARIANT" ] || ls "$TOP/scripts/kernel-patches/$KERNEL_VARIANT"/*.patch 2>/dev/null || true
+}
+# patch_diffs PATCH...: what the patches change, without their descriptions
+# (from the first "--- " line to the end, less a format-patch signature):
+# the kernels are keyed by this, so that editing a commit message does not
+# rebuild one.
+patch_diffs() {
+	local p
+	for p in "$@"; do sed -n '/^--- /,$p' "$p" | sed '/^-- $/,$d'; done
 }
 kernel_build_src() {
 	if [ -n "$(kernel_patches)" ]; then
-		echo "$(kernel_src)-patched-$(kernel_patches | xargs cat | sha256sum | cut -c1-12)"
+		# shellcheck disable=SC2046 # one path a word
+		echo "$(kernel_src)-patched-$(patch_diffs $(kernel_patches) | sha256sum | cut -c1-12)"
 	else
 		kernel_src
 	fi
@@ -200,7 +220,8 @@ in_rootfs() {
 		in_rootfs "$r" "$dir" "$TOP" "$@"
 }
 
-config_key()  { { config_fragments; kernel_patches; } | xargs cat | sha256sum | cut -c1-12; }
+# shellcheck disable=SC2046 # one path a word
+config_key()  { { config_fragments | xargs cat; patch_diffs $(kernel_patches); } | sha256sum | cut -c1-12; }
 # The test kernel's object tree, a subdirectory of the source it is built
 # from: Kbuild then names the source "..", so no command line holds an
 # absolute path, and a copy of both (scripts/kunit-intree.sh) rebuilds only

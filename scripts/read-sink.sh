@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# read-sink.sh [--build-only]: what the module fix
+# scripts/module-patches/0001 (RDMA Read sinks unmapped before knfsd uses
+# them) changes, on the test kernel in the DMA-mapped mode (swiotlb=force):
+# both flavours as every build makes them (with the fix), and both built
+# without it (RPCRDMA_OMIT_FIXES, which reverses it from the test kernel's
+# source for that build alone), through tests/vm/guest/read-sink.sh in one
+# VM: NFS WRITEs in Read chunks, every byte compared with what knfsd wrote.
+#   with the fix     every byte right, and Read chunks were used
+#   without the fix  wrong bytes in the Read-chunk writes (the bug shows,
+#                    so the test can see it: a run where it does not show
+#                    fails), the inline writes right
+# This shows the corruption comes from the kernel's C Read path, which both
+# flavours link, and that the fix removes it in both. Prints PASS:/FAIL:
+# lines and the four modules side by side; exits non-zero on any FAIL.
+# --build-only builds the two variants and runs nothing.
+
+. "$(dirname "$0")/lib.sh"
+
+FIX=$(basename "$(module_patches | head -n 1)")
+FAILS=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+MODULES=(rust c rust-nofix c-nofix)
+for f in rust c; do
+	if ! RPCRDMA_OMIT_FIXES=$FIX bash "$TOP/scripts/build-module.sh" $f $f-nofix >/dev/null 2>&1; then
+		fail "read-sink: the $f build without ${FIX%.patch} fails ($LOGS/module-$f-nofix.log)"
+	fi
+done
+[ "${1:-}" = --build-only ] && { [ "$FAILS" = 0 ]; exit; }
+[ "$FAILS" = 0 ] || exit 1
+for m in rust c; do
+	[ -f "$TOP/$MODULE_OUT/$m/rpcrdma.ko" ] || bash "$TOP/scripts/build-module.sh" $m >/dev/null
+done
+
+rc=0
+run=$(bash "$TOP/scripts/vm-run.sh" -D -t 900 -n read-sink read-sink "${MODULES[@]}") || rc=$?
+relay_guest_log "read-sink: " "$run"
+[ "$rc" = 0 ] || fail "read-sink VM run: status $rc ($run)"
+get() { sed -n "s/^rs_$(echo "$1" | tr -- '-/' '__')_$2=//p" "$run/summary" 2>/dev/null | tail -n 1; }
+
+echo "    NFS WRITEs in Read chunks on the test kernel, DMA-mapped (swiotlb=force), each byte checked:"
+printf '    %-22s' ""
+for m in "${MODULES[@]}"; do printf ' %-16s' "$m"; done
+echo
+for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wrong inline_bytes_wrong; do
+	printf '    %-22s' "$key"
+	for m in "${MODULES[@]}"; do printf ' %-16s' "$(get $m $key | sed 's/^0001-svcrdma-unmap-Read-chunk-sinks-before-use/0001/')"; done
+	echo
+done
+
+for m in "${MODULES[@]}"; do
+	chunks=$(get $m read_chunks) bytes=$(get $m chunk_bytes) wrong=$(get $m chunk_bytes_wrong)
+	files=$(get $m chunk_files_wrong) inline=$(get $m inline_bytes_wrong) io=$(get $m io_ok)
+	if [ "$io" != 1 ] || [ "${chunks:-0}" = 0 ] || [ "${bytes:-0}" = 0 ]; then
+		fail "read-sink $m: io_ok=${io:-?}, ${chunks:-no} Read chunks, ${bytes:-no} bytes written in them: the workload did not run as meant ($run)"
+		continue
+	fi
+	[ "$inline" = 0 ] || fail "read-sink $m: $inline bytes of the inline writes wrong (no Read chunk there) ($run)"
+	case $m in
+	*-nofix)
+		if [ "$wrong" -gt 0 ]; then
+			pass "read-sink $m (without ${FIX%.patch}): $wrong of $bytes bytes written wrong, in $files of the Read-chunk writes: the bug reproduced"
+		else
+			fail "read-sink $m (without ${FIX%.patch}): every byte of $chunks Read chunks right: the DMA-mapped mode no longer shows the bug, so the run with the fix proves nothing ($run)"
+		fi ;;
+	*)
+		if [ "$wrong" = 0 ]; then
+			pass "read-sink $m (with ${FIX%.patch}): $bytes bytes through $chunks Read chunks, every byte right"
+		else
+			fail "read-sink $m: $wrong of $bytes bytes written wrong, in $files writes ($run)"
+		fi ;;
+	esac
+done
+[ "$FAILS" = 0 ]

@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# read-sink.sh MODULE...: NFS WRITEs whose data the server pulls with RDMA
+# Reads (Read chunks), every byte verified, for each MODULE in turn in one
+# VM: a build dir under build*/ (insmod), or with rs_load=modprobe (a
+# distribution's kernel) "stock" or "rust", what a plain modprobe loads.
+# Meant for the DMA-mapped mode (vm-run.sh -D): where DMA bounces, the
+# Read sinks' bytes reach the pages only when they are unmapped, so a
+# server that hands them to knfsd first writes wrong bytes to the file
+# (scripts/module-patches/0001, Documentation/upstream-reports.rst report 8).
+#
+# For each module, over NFSv3 and NFSv4.1: O_DIRECT writes of 4 KiB,
+# 64 KiB and 1 MiB of random data (over the inline threshold: Read chunks)
+# and one of 1000 bytes (inline, the control), each compared byte for byte
+# with what knfsd wrote to the exported file (read on the server, in this
+# VM). Records per module LABEL (the module with / and - made _):
+#   rs_LABEL_flavour, _writes, _read_chunks (svcrdma_wc_read events: the
+#   Read chunks completed), _chunk_bytes, _chunk_bytes_wrong,
+#   _chunk_files_wrong, _inline_bytes_wrong, _io_ok (every write and
+#   mount succeeded).
+# The host judges (scripts/read-sink.sh): a module with the fix must write
+# every byte right; one without it, in this mode, must not.
+. /work/tests/vm/guest/lib.sh
+
+[ $# -gt 0 ] || { echo "usage: read-sink.sh MODULE..." >&2; exit 2; }
+SIZES="4096 65536 1048576"
+for sz in $SIZES 1000; do head -c $sz /dev/urandom >/tmp/src-$sz; done
+MOUNT_OPTS=soft,timeo=100,retrans=2
+first=1
+for m in "$@"; do
+	label=$(echo "$m" | tr -- '-/' '__')
+	if [ "${rs_load:-insmod}" = modprobe ]; then
+		flavour=$m ko=rpcrdma
+		load_rpcrdma "$m" || exit 1
+	else
+		ko=$MODULES/$m/rpcrdma.ko
+		flavour=$(modinfo -F sendto_flavour "$ko")
+		rs_module_dir=$m load_rpcrdma "$flavour" || exit 1
+	fi
+	result "rs_${label}_flavour" "$flavour"
+	# The fixes it names (none: the distribution's own), with what became of each.
+	result "rs_${label}_fixes" "$(modinfo -F fixes "$ko" 2>/dev/null | sed 's/^\([^:]*\): \([^;]*\);.*/\1 (\2)/' | paste -sd' ' -)"
+	if [ $first = 1 ]; then
+		setup_fabric
+		start_nfsd
+		first=0
+	else
+		rpc.nfsd "${NFSD_THREADS:-8}"
+		echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
+	fi
+	trace_start rpcrdma:svcrdma_wc_read
+	writes=0 bytes=0 wrong=0 files_wrong=0 inline_wrong=0 io_ok=1
+	for vers in 3 4.1; do
+		dir=/mnt/rs$(echo $vers | tr -d .)
+		if ! timeout 120 sh -c ". /work/tests/vm/guest/lib.sh; MOUNT_OPTS=$MOUNT_OPTS mount_rdma $vers $dir"; then
+			fail "read-sink $m: NFSv$vers mount over RDMA"
+			io_ok=0
+			continue
+		fi
+		for sz in $SIZES 1000; do
+			f=w-$label-v$vers-$sz
+			if ! timeout 120 dd if=/tmp/src-$sz of=$dir/$f bs=$sz count=1 oflag=direct conv=fsync status=none; then
+				fail "read-sink $m: NFSv$vers O_DIRECT write of $sz bytes"
+				io_ok=0
+				continue
+			fi
+			writes=$((writes + 1))
+			# What knfsd wrote, as the server's file system has it.
+			n=$(cmp -l /tmp/src-$sz "$EXPORT/$f" 2>/dev/null | wc -l)
+			[ "$(stat -c %s "$EXPORT/$f")" = "$sz" ] || n=$((n + 1))
+			if [ $sz = 1000 ]; then
+				inline_wrong=$((inline_wrong + n))
+			else
+				bytes=$((bytes + sz))
+				wrong=$((wrong + n))
+				[ "$n" = 0 ] || files_wrong=$((files_wrong + 1))
+			fi
+			log "read-sink $m: NFSv$vers write of $sz bytes: $n bytes wrong"
+			rm -f "$EXPORT/$f"
+		done
+		timeout 60 umount $dir || timeout 30 umount -f -l $dir || true
+	done
+	trace_stop
+	result "rs_${label}_writes" $writes
+	result "rs_${label}_read_chunks" "$(trace_count svcrdma_wc_read)"
+	result "rs_${label}_chunk_bytes" $bytes
+	result "rs_${label}_chunk_bytes_wrong" $wrong
+	result "rs_${label}_chunk_files_wrong" $files_wrong
+	result "rs_${label}_inline_bytes_wrong" $inline_wrong
+	result "rs_${label}_io_ok" $io_ok
+	rpc.nfsd 0
+	echo > /sys/kernel/tracing/set_event
+	unload_rpcrdma 30 || { fail "read-sink $m: rpcrdma did not unload within 30 s"; exit 1; }
+done
+dma_mode_check "read-sink"
+result failures $FAILS
+[ "$FAILS" = 0 ]
