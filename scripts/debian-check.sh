@@ -118,12 +118,29 @@ declare -A RUN
 # while other CPUs run, and QEMU 7.2's multi-threaded TCG then lets a CPU
 # trap on an int3 already gone ("Oops: int3" in sched_clock_cpu at boot,
 # once in about seven boots here). One host thread runs the vCPUs in turn.
+# VM_EXTRA: more vm-run.sh options (the DMA-mapped runs' boot parameters).
 vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
 	local flavour=$1 tree=$2 name=$3 rc=0
 	shift 3
+	# shellcheck disable=SC2086 # VM_EXTRA is a list of options
 	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
-		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "$@") || rc=$?
+		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe ${VM_EXTRA:-} "$@") || rc=$?
 	return $rc
+}
+# Debian's kernel in the DMA-mapped mode: every mapping bounced by swiotlb
+# (its slots in use counted exactly: track_hiwater), the test drivers
+# (scripts/debian-test-drivers.sh, in the -dma trees) registering their
+# NIC's PCI function as DMA device; no DMA-API debugging in this kernel.
+DMA_BOOT="-e swiotlb=force,track_hiwater -e rdma_rxe.dma_mapped=1 -e siw.dma_mapped=1 -e rs_dma=1 -e rs_dma_debug=0"
+# read_sink_vm FLAVOUR: NFS WRITEs in Read chunks over rxe and siw, each
+# byte compared with what knfsd wrote (tests/vm/guest/read-sink.sh).
+read_sink_vm() {
+	local f=$1 tree rc=0 run
+	tree=$([ "$f" = rust ] && echo ours-dma || echo stock-dma)
+	VM_EXTRA=$DMA_BOOT vm "$f" "$tree" "debian-readsink-$f" read-sink "$f@rxe" "$f@siw" || rc=$?
+	run=${RUN[debian-readsink-$f]}
+	relay_guest_log "Debian $f DMA-mapped: " "$run"
+	[ "$rc" = 0 ] || fail "Debian $f DMA-mapped read-sink VM: status $rc ($run)"
 }
 # vms_of FLAVOUR...: the smoke (and the hostile suite) of each, in turn.
 vms_of() {
@@ -138,6 +155,7 @@ vms_of() {
 			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
 				fail "Debian $f e2e: no verified bytes for $v ($run)"
 		done
+		read_sink_vm $f
 		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
 		rc=0
 		vm $f $tree "debian-hostile-$f" hostile $f "$REPS" || rc=$?
@@ -177,12 +195,68 @@ vms() {
 		v3_trace_svcrdma_post_send v41_trace_svcrdma_post_send; do
 		printf '    %-34s %-36s %-36s\n' "$key" "$(get debian-smoke-stock $key)" "$(get debian-smoke-rust $key)"
 	done
+	read_sink_judge
 	[ "${COMPARE:-1}" = 1 ] || return 0
 	printf '    %-34s %-36s %-36s\n' "hostile classes as expected" \
 		"$(get debian-hostile-stock hostile_classes_ok)" "$(get debian-hostile-rust hostile_classes_ok)"
 	echo "    hostile classes x $REPS (ours asserted; Debian's own for comparison, not asserted):"
 	printf '    %-30s %-16s %-22s %-22s\n' class expected "rust (ours)" "stock (Debian's)"
 	hostile_table "${RUN[debian-hostile-rust]}" "${RUN[debian-hostile-stock]}" "$LOGS/debian-hostile-table.txt"
+}
+# read_sink_judge: Debian's own module and ours, DMA-mapped, side by side.
+# Ours must write every byte right. Debian's must not while its source
+# lacks the fix (an expected failure, reproducing the bug on a stock
+# kernel); once Debian's source has it (our build then says "in the kernel
+# source already"), Debian's must write every byte right too, and the
+# check says the bug is fixed there.
+read_sink_judge() {
+	local f fab key n fixed wrong bytes chunks io
+	echo "    Debian $KREL, DMA-mapped (swiotlb=force, test drivers): NFS WRITEs in Read chunks, each byte compared"
+	printf '    %-26s %-22s %-22s %-22s %-22s\n' "" "stock (Debian's) rxe" "stock (Debian's) siw" "rust (ours) rxe" "rust (ours) siw"
+	for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wrong inline_bytes_wrong swiotlb; do
+		printf '    %-26s' "$key"
+		for f in stock rust; do
+			for fab in rxe siw; do
+				if [ $key = swiotlb ]; then
+					n="$(get debian-readsink-$f swiotlb_slots_start)->$(get debian-readsink-$f swiotlb_slots_end) max $(get debian-readsink-$f swiotlb_used_hiwater)"
+				else
+					n=$(get debian-readsink-$f "rs_${f}_${fab}_$key" | sed 's/^0001-svcrdma-unmap-Read-chunk-sinks-before-use/0001/')
+				fi
+				printf ' %-22s' "${n:--}"
+			done
+		done
+		echo
+	done
+	fixed=$(get debian-readsink-rust rs_rust_rxe_fixes)
+	for f in stock rust; do
+		for fab in rxe siw; do
+			chunks=$(get debian-readsink-$f "rs_${f}_${fab}_read_chunks") bytes=$(get debian-readsink-$f "rs_${f}_${fab}_chunk_bytes")
+			wrong=$(get debian-readsink-$f "rs_${f}_${fab}_chunk_bytes_wrong") io=$(get debian-readsink-$f "rs_${f}_${fab}_io_ok")
+			n=$(get debian-readsink-$f "rs_${f}_${fab}_inline_bytes_wrong")
+			if [ "$io" != 1 ] || [ "${chunks:-0}" = 0 ] || [ "${bytes:-0}" = 0 ]; then
+				fail "Debian $f DMA-mapped over $fab: io_ok=${io:-?}, ${chunks:-no} Read chunks: the WRITE workload did not run as meant (${RUN[debian-readsink-$f]})"
+				continue
+			fi
+			[ "$n" = 0 ] || fail "Debian $f DMA-mapped over $fab: $n bytes of the inline writes wrong (${RUN[debian-readsink-$f]})"
+			if [ $f = rust ]; then
+				if [ "$wrong" = 0 ]; then
+					pass "Debian rust (ours, as apt installed it) DMA-mapped over $fab: $bytes bytes through $chunks Read chunks, every byte right"
+				else
+					fail "Debian rust (ours) DMA-mapped over $fab: $wrong of $bytes bytes written wrong (${RUN[debian-readsink-$f]})"
+				fi
+			elif [[ $fixed == *"(in the kernel source already"* ]]; then
+				if [ "$wrong" = 0 ]; then
+					pass "Debian stock DMA-mapped over $fab: every byte right: Debian's source has the Read-sink fix (fixed upstream or by Debian; no longer a reproduction)"
+				else
+					fail "Debian stock DMA-mapped over $fab: $wrong of $bytes bytes wrong although Debian's source has the fix (${RUN[debian-readsink-$f]})"
+				fi
+			elif [ "${wrong:-0}" -gt 0 ]; then
+				pass "Debian stock (Debian's own rpcrdma.ko) DMA-mapped over $fab: $wrong of $bytes bytes written wrong, as expected: the Read-sink bug reproduced on the stock kernel"
+			else
+				fail "Debian stock DMA-mapped over $fab: every byte of $chunks Read chunks right, though Debian's source lacks the fix: the test no longer sees the bug (${RUN[debian-readsink-$f]})"
+			fi
+		done
+	done
 }
 if [ "$MODE" = vms ]; then
 	[ -f "$T/complete" ] && [ -d "$T/ours/$KREL" ] ||
@@ -319,6 +393,24 @@ cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
 cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
 ln -s "$T/stock" "$T/stock.base/lib/modules"
 depmod -b "$T/stock.base" "$KREL"
+# The same two with the test drivers (dma_mapped) in updates/, where
+# modprobe prefers them to Debian's, for the DMA-mapped runs.
+if TD=$($NICE bash "$TOP/scripts/debian-test-drivers.sh" 2>"$LOGS/debian-test-drivers.out"); then
+	for t in stock ours; do
+		mkdir -p "$T/$t-dma" "$T/$t-dma.base/lib"
+		cp -al "$T/$t/$KREL" "$T/$t-dma/$KREL"
+		rm -f "$T/$t-dma/$KREL"/modules.*
+		cp "$T/$t/$KREL"/modules.* "$T/$t-dma/$KREL/"
+		mkdir -p "$T/$t-dma/$KREL/updates/rpcrdma-rs-test"
+		cp "$TD/rdma_rxe.ko" "$TD/siw.ko" "$T/$t-dma/$KREL/updates/rpcrdma-rs-test/"
+		ln -s "$T/$t-dma" "$T/$t-dma.base/lib/modules"
+		depmod -b "$T/$t-dma.base" "$KREL"
+	done
+	pass "Debian test drivers: rdma_rxe.ko and siw.ko with dma_mapped, built out of tree for $KREL with Debian's gcc and headers ($TD)"
+else
+	tail -n 5 "$LOGS/debian-test-drivers.out" | sed 's/^/    /'
+	fail "Debian test drivers: the out-of-tree build failed ($LOGS/debian-test-drivers.out)"
+fi
 touch "$T/complete"
 if [ "$MODE" = all ]; then
 	vms >"$LOGS/debian-vms.out" 2>&1 &
