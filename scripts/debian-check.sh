@@ -220,7 +220,7 @@ read_sink_judge() {
 				if [ $key = swiotlb ]; then
 					n="$(get debian-readsink-$f swiotlb_slots_start)->$(get debian-readsink-$f swiotlb_slots_end) max $(get debian-readsink-$f swiotlb_used_hiwater)"
 				else
-					n=$(get debian-readsink-$f "rs_${f}_${fab}_$key" | sed 's/^0001-svcrdma-unmap-Read-chunk-sinks-before-use/0001/')
+					n=$(get debian-readsink-$f "rs_${f}_${fab}_$key" | short_fixes)
 				fi
 				printf ' %-22s' "${n:--}"
 			done

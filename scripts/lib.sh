@@ -154,6 +154,13 @@ relay_guest_log() {
 	done < <(grep -E '^(PASS|FAIL): ' "$2/guest.log" 2>/dev/null)
 }
 
+# short_fixes: a module's fixes as read-sink.sh records them ("NAME (what
+# became of it)" each) in a table column's width: "0001:applied".
+short_fixes() {
+	sed -E 's/([0-9]{4})-[^ ]* \((applied|in the kernel source already|omitted)[^)]*\)+/\1:\2/g;
+		s/in the kernel source already/in-source/g'
+}
+
 # hostile_table RUN_ASSERTED RUN_COMPARED OUT [FILE]: the hostile suite's
 # outcome per class of two runs side by side (class, expected, first,
 # second), marking the classes where they differ; also written to OUT.

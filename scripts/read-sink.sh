@@ -47,7 +47,7 @@ for m in "${MODULES[@]}"; do printf ' %-16s' "$m"; done
 echo
 for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wrong inline_bytes_wrong; do
 	printf '    %-22s' "$key"
-	for m in "${MODULES[@]}"; do printf ' %-16s' "$(get $m $key | sed 's/^0001-svcrdma-unmap-Read-chunk-sinks-before-use/0001/')"; done
+	for m in "${MODULES[@]}"; do printf ' %-16s' "$(get $m $key | short_fixes)"; done
 	echo
 done
 
