@@ -381,6 +381,19 @@ modinfo_ok() {
 	fi
 }
 modinfo_ok "$KREL" "$ko"
+# The module fixes (scripts/module-patches/): each one applied to the
+# build's copy of Debian's C, or found there already; named in modinfo.
+fixes=$(chr modinfo -F fixes "$ko" 2>/dev/null || true)
+missing=
+for f in $(module_patches); do
+	n=$(basename "$f" .patch)
+	grep -qE "^$n: (applied|in the kernel source already, skipped);" <<<"$fixes" || missing="$missing $n"
+done
+if [ -n "$fixes" ] && [ -z "$missing" ]; then
+	pass "$KREL: modinfo -F fixes: $(sed 's/;.*//' <<<"$fixes" | paste -sd' ' -)"
+else
+	fail "$KREL: the module lacks the fixes$missing (modinfo -F fixes: '${fixes:-none}')"
+fi
 lap checks
 
 # The copies of the modules trees the VMs of step 5 boot with (see above);
