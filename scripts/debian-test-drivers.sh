@@ -27,10 +27,15 @@
 #    default one is full) cannot be found from a module (the lookup is not
 #    exported): an access into one is refused as not mapped, and fails the
 #    run loudly rather than pass unchecked.
-#  - 0002's change to ib_umem_get() (drivers/infiniband/core/umem.c, in
-#    ib_core): user memory regions cannot be registered in this mode, so
-#    user-space verbs (the hostile suite's pyverbs client) cannot run on a
-#    DMA-mapped device here.
+#  - 0002's change to ib_umem_get() (drivers/infiniband/core/umem.c) is in
+#    ib_core, a module: without it user memory regions cannot be
+#    registered on a DMA-mapped device (swiotlb=force refuses the coherent
+#    mapping it asks for), so user-space verbs (the hostile suite's
+#    pyverbs client) could not run. The IB core's modules
+#    (drivers/infiniband/core: ib_core, ib_cm, iw_cm, rdma_cm, ib_uverbs,
+#    ...) are rebuilt here as well, from the same source and .config with
+#    that one change, which takes effect only for rxe and siw in the
+#    DMA-mapped mode; they go to core/ and replace Debian's as a set.
 
 . "$(dirname "$0")/lib.sh"
 
@@ -54,8 +59,9 @@ fi
 say "Debian test drivers: rdma_rxe.ko and siw.ko with dma_mapped for $KREL, out of tree (gcc-14, Debian's headers)" >&2
 W=$R/root/test-drivers
 rm -rf "$W" "$OUT"
-mkdir -p "$W/src/drivers/infiniband/sw" "$W/src/include/rdma" "$OUT"
+mkdir -p "$W/src/drivers/infiniband/sw" "$W/src/include/rdma" "$OUT/core"
 cp -r "$PRISTINE/drivers/infiniband/sw/rxe" "$PRISTINE/drivers/infiniband/sw/siw" "$W/src/drivers/infiniband/sw/"
+cp -r "$PRISTINE/drivers/infiniband/core" "$W/src/drivers/infiniband/"
 # only_paths PATCH REGEX: the file sections of PATCH whose path matches.
 only_paths() {
 	awk -v re="$2" '
@@ -65,9 +71,10 @@ only_paths() {
 		keep' "$1"
 }
 patch -d "$W/src" -p1 -s --fuzz=0 <"$P1" || die "$(basename "$P1") does not apply to Debian's rxe"
-only_paths "$P2" '^(drivers/infiniband/sw/|include/rdma/ib_sw_dma\.h$)' >"$W/0002-drivers.patch"
+only_paths "$P2" '^(drivers/infiniband/sw/|drivers/infiniband/core/umem\.c$|include/rdma/ib_sw_dma\.h$)' >"$W/0002-drivers.patch"
 grep -q '^+++ b/include/rdma/ib_sw_dma.h' "$W/0002-drivers.patch" || die "no ib_sw_dma.h in $(basename "$P2")"
-patch -d "$W/src" -p1 -s --fuzz=0 <"$W/0002-drivers.patch" || die "$(basename "$P2")'s driver part does not apply to Debian's rxe/siw"
+grep -q '^+++ b/drivers/infiniband/core/umem.c' "$W/0002-drivers.patch" || die "no umem.c change in $(basename "$P2")"
+patch -d "$W/src" -p1 -s --fuzz=0 <"$W/0002-drivers.patch" || die "$(basename "$P2")'s driver part does not apply to Debian's rxe/siw/umem.c"
 
 # swiotlb_range_mapped() for a kernel that lacks it: the slot layout from the
 # kernel's own kernel/dma/swiotlb.c (its free-slot marker, INVALID_PHYS_ADDR,
@@ -120,21 +127,27 @@ cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\(x86_64-linux-gnu-gcc-[0-9]*\) .*/\1/p'
 [ -n "$cc" ] || cc=gcc
 # Debian builds rdma_rxe but not siw (CONFIG_RDMA_SIW is not set): both are
 # switched on for their own directory's build.
-for d in rxe siw; do
-	run_logged "debian-test-driver-$d" bash "$TOP/scripts/debian-env.sh" chroot \
-		make -C "/lib/modules/$KREL/build" M="/root/test-drivers/src/drivers/infiniband/sw/$d" \
+for d in sw/rxe sw/siw core; do
+	run_logged "debian-test-driver-${d#sw/}" bash "$TOP/scripts/debian-env.sh" chroot \
+		make -C "/lib/modules/$KREL/build" M="/root/test-drivers/src/drivers/infiniband/$d" \
 		CONFIG_RDMA_RXE=m CONFIG_RDMA_SIW=m CC="$cc" KCFLAGS="-I/root/test-drivers/src/include -include /root/test-drivers/src/ib_sw_dma_oot.h" \
 		-j"$(nproc)" modules >&2
-	if grep -E '(^|[: ])(warning|WARNING)[:[]' "$LOGS/debian-test-driver-$d.log" >&2; then
-		die "the $d test driver's build printed warnings ($LOGS/debian-test-driver-$d.log)"
+	if grep -E '(^|[: ])(warning|WARNING)[:[]' "$LOGS/debian-test-driver-${d#sw/}.log" >&2; then
+		die "the ${d#sw/} test build printed warnings ($LOGS/debian-test-driver-${d#sw/}.log)"
 	fi
 done
 cp "$W/src/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$W/src/drivers/infiniband/sw/siw/siw.ko" "$OUT/"
+cp "$W/src/drivers/infiniband/core"/*.ko "$OUT/core/"
+# The set must be Debian's own: a module of Debian's left beside ours
+# would load against our ib_core, one of ours missing would load Debian's.
+want=$(ls "$R/usr/lib/modules/$KREL/kernel/drivers/infiniband/core/" | sed 's/\.ko.*//' | sort)
+have=$(ls "$OUT/core/" | sed 's/\.ko$//' | sort)
+[ "$want" = "$have" ] || die "the IB core modules built ($(echo $have)) are not Debian's ($(echo $want))"
 for m in rdma_rxe siw; do
 	modinfo -F parm "$OUT/$m.ko" | grep -q '^dma_mapped:' || die "$OUT/$m.ko has no dma_mapped parameter"
 	[ "$(modinfo -F vermagic "$OUT/$m.ko" | cut -d' ' -f1)" = "$KREL" ] || die "$OUT/$m.ko is not built for $KREL"
 done
 rm -rf "$W"
 touch "$OUT/.complete"
-say "Debian test drivers: $OUT/rdma_rxe.ko, siw.ko ($KREL, dma_mapped)" >&2
+say "Debian test drivers: $OUT/rdma_rxe.ko, siw.ko ($KREL, dma_mapped) and the IB core: $(ls "$OUT/core" | paste -sd' ' -)" >&2
 echo "$OUT"

@@ -25,7 +25,8 @@
 # -P loads a TCG plugin ("PATH.so,arg=value,..."; @RUN@ in it becomes the
 # run's directory), e.g. the instruction profiler of scripts/profile.sh.
 # -Q adds QEMU options (split on spaces), e.g. "-icount shift=0,sleep=off".
-# -D boots in the DMA-mapped mode (test kernel only): soft-RoCE and
+# -D boots in the DMA-mapped mode (the test kernel, or with -K a kernel
+# whose modules tree has the test drivers, without DMA-API debugging): soft-RoCE and
 # soft-iWARP map through their NIC's PCI function (rdma_rxe.dma_mapped=1,
 # siw.dma_mapped=1, scripts/kernel-patches/0002), every mapping bounced
 # through swiotlb (swiotlb=force) and checked by CONFIG_DMA_API_DEBUG, as
@@ -66,8 +67,13 @@ SCRIPT=${1:?guest script name}
 shift
 [ -x "$TOP/tests/vm/guest/$SCRIPT.sh" ] || die "no guest script tests/vm/guest/$SCRIPT.sh"
 
-[ "$DMA_MAPPED" = 0 ] || [ -z "$KIMAGE" ] ||
-	die "-D needs the test kernel (its soft-RoCE/soft-iWARP patch and DMA-API debugging)"
+# -D with another kernel (-K: Debian's) needs the test drivers in its
+# modules tree (scripts/debian-test-drivers.sh); such a kernel has no
+# DMA-API debugging, and the guest counts swiotlb's slots instead
+# (rs_dma_debug=0, tests/vm/guest/lib.sh).
+OTHER_KERNEL=${KIMAGE:+1}
+[ "$DMA_MAPPED" = 0 ] || [ -z "$OTHER_KERNEL" ] || [ "${KERNEL_VARIANT:-}" != iommu ] ||
+	die "-D behind the IOMMU needs the iommu test kernel, not -K"
 
 ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: run scripts/mkrootfs.sh"
 if [ -n "$KIMAGE" ]; then
@@ -119,6 +125,7 @@ if [ "$DMA_MAPPED" = 1 ]; then
 	else
 		EXTRA="$EXTRA swiotlb=force,track_hiwater"
 	fi
+	[ -z "$OTHER_KERNEL" ] || EXTRA="$EXTRA rs_dma_debug=0"
 fi
 NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC$NIC_OPTS"
 [ "$DMA_MAPPED" = 1 ] &&
