@@ -124,6 +124,10 @@ do_host() {
 	# The fixes every build carries to the kernel's C: applied, skipped
 	# where the source has them, the build stopped where one does not apply.
 	relay_script "" bash "$TOP/tests/host/test_module_patches.sh" || true
+	# The package's version follows what it ships (a new .deb under an old
+	# version installs as a no-op): the check itself, then its own test.
+	relay_script "" bash "$TOP/scripts/shipped-version.sh" check || true
+	relay_script "" bash "$TOP/tests/host/test_shipped_version.sh" || true
 	# The conformance suite's wire checker, tested on rows that break each rule.
 	local t
 	for t in "$TOP"/tests/host/py/test_*.py; do
