@@ -161,6 +161,33 @@ short_fixes() {
 		s/in the kernel source already/in-source/g'
 }
 
+# read_sink_value RUN LABEL KEY: a result of tests/vm/guest/read-sink.sh
+# for one module (LABEL: its spec with -, /, @ and . made _).
+read_sink_value() { sed -n "s/^rs_$2_$3=//p" "$1/summary" 2>/dev/null | tail -n 1 || true; }
+# read_sink_verdict RUN LABEL EXPECT WHO: one module's read-sink results
+# judged with the caller's pass/fail, naming WHO: the workload ran (every
+# write done, Read chunks used), the inline writes are right, and the
+# Read-chunk writes are right (EXPECT right) or, for a module without the
+# fix in the DMA-mapped mode, wrong (EXPECT wrong: the bug must show, or
+# the runs with the fix prove nothing).
+read_sink_verdict() {
+	local run=$1 label=$2 expect=$3 who=$4 chunks bytes wrong files inline io
+	chunks=$(read_sink_value "$run" "$label" read_chunks) bytes=$(read_sink_value "$run" "$label" chunk_bytes)
+	wrong=$(read_sink_value "$run" "$label" chunk_bytes_wrong) files=$(read_sink_value "$run" "$label" chunk_files_wrong)
+	inline=$(read_sink_value "$run" "$label" inline_bytes_wrong) io=$(read_sink_value "$run" "$label" io_ok)
+	if [ "$io" != 1 ] || [ "${chunks:-0}" = 0 ] || [ "${bytes:-0}" = 0 ]; then
+		fail "$who: io_ok=${io:-?}, ${chunks:-no} Read chunks, ${bytes:-no} bytes written in them: the workload did not run as meant ($run)"
+		return
+	fi
+	[ "$inline" = 0 ] || fail "$who: $inline bytes of the inline writes wrong (no Read chunk there) ($run)"
+	case $expect:$wrong in
+	right:0) pass "$who: $bytes bytes through $chunks Read chunks, every byte right" ;;
+	right:*) fail "$who: $wrong of $bytes bytes written wrong, in $files of the Read-chunk writes ($run)" ;;
+	wrong:0) fail "$who: every byte of $chunks Read chunks right: the DMA-mapped mode no longer shows the bug, so the runs with the fix prove nothing ($run)" ;;
+	*) pass "$who: $wrong of $bytes bytes written wrong, in $files of the Read-chunk writes: the bug reproduced" ;;
+	esac
+}
+
 # hostile_table RUN_ASSERTED RUN_COMPARED OUT [FILE]: the hostile suite's
 # outcome per class of two runs side by side (class, expected, first,
 # second), marking the classes where they differ; also written to OUT.

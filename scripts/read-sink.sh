@@ -39,8 +39,7 @@ rc=0
 run=$(bash "$TOP/scripts/vm-run.sh" -D -t 900 -n read-sink read-sink "${MODULES[@]}") || rc=$?
 relay_guest_log "read-sink: " "$run"
 [ "$rc" = 0 ] || fail "read-sink VM run: status $rc ($run)"
-get() { sed -n "s/^rs_$(echo "$1" | tr -- '-/' '__')_$2=//p" "$run/summary" 2>/dev/null | tail -n 1; }
-
+get() { read_sink_value "$run" "$(echo "$1" | tr -- '-/' '__')" "$2"; }
 echo "    NFS WRITEs in Read chunks on the test kernel, DMA-mapped (swiotlb=force), each byte checked:"
 printf '    %-22s' ""
 for m in "${MODULES[@]}"; do printf ' %-16s' "$m"; done
@@ -52,26 +51,9 @@ for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wr
 done
 
 for m in "${MODULES[@]}"; do
-	chunks=$(get $m read_chunks) bytes=$(get $m chunk_bytes) wrong=$(get $m chunk_bytes_wrong)
-	files=$(get $m chunk_files_wrong) inline=$(get $m inline_bytes_wrong) io=$(get $m io_ok)
-	if [ "$io" != 1 ] || [ "${chunks:-0}" = 0 ] || [ "${bytes:-0}" = 0 ]; then
-		fail "read-sink $m: io_ok=${io:-?}, ${chunks:-no} Read chunks, ${bytes:-no} bytes written in them: the workload did not run as meant ($run)"
-		continue
-	fi
-	[ "$inline" = 0 ] || fail "read-sink $m: $inline bytes of the inline writes wrong (no Read chunk there) ($run)"
 	case $m in
-	*-nofix)
-		if [ "$wrong" -gt 0 ]; then
-			pass "read-sink $m (without ${FIX%.patch}): $wrong of $bytes bytes written wrong, in $files of the Read-chunk writes: the bug reproduced"
-		else
-			fail "read-sink $m (without ${FIX%.patch}): every byte of $chunks Read chunks right: the DMA-mapped mode no longer shows the bug, so the run with the fix proves nothing ($run)"
-		fi ;;
-	*)
-		if [ "$wrong" = 0 ]; then
-			pass "read-sink $m (with ${FIX%.patch}): $bytes bytes through $chunks Read chunks, every byte right"
-		else
-			fail "read-sink $m: $wrong of $bytes bytes written wrong, in $files writes ($run)"
-		fi ;;
+	*-nofix) read_sink_verdict "$run" "${m//-/_}" wrong "read-sink $m (without ${FIX%.patch})" ;;
+	*) read_sink_verdict "$run" "$m" right "read-sink $m (with ${FIX%.patch})" ;;
 	esac
 done
 [ "$FAILS" = 0 ]
