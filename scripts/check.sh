@@ -305,6 +305,25 @@ do_kunit() {
 	done
 	[ "$n" -gt 0 ] || bad "no KUnit results in $run/kunit"
 	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
+	check_boot_watchdog
+}
+
+# vm-run.sh's boot watchdog: with no time at all to boot (VM_BOOT_LIMIT=0)
+# a guest counts as stalled, is booted once more, and the second stall
+# fails the run with 124, both runs marked boot-stall.
+check_boot_watchdog() {
+	local run rc=0 err=$LOGS/boot-watchdog.log
+	run=$(VM_BOOT_LIMIT=0 bash "$TOP/scripts/vm-run.sh" -t 60 -n boot-watchdog kunit 2>"$err") || rc=$?
+	# The first boot's dir: same vm-run.sh pid, another time, ending -1.
+	local pid=${run%-2} first
+	pid=${pid##*-}
+	first=$(ls -d "$CACHE"/runs/boot-watchdog-*-"$pid"-1 2>/dev/null | head -n 1) || true
+	if [ "$rc" = 124 ] && [ -e "$run/boot-stall" ] && [ -e "$first/boot-stall" ] &&
+		grep -q 'stalled before init.*booting again' "$err"; then
+		ok "VM boot watchdog: a guest that does not reach init is booted once more, then fails (124)"
+	else
+		bad "VM boot watchdog: exit $rc, runs $first $run ($err)"
+	fi
 }
 
 # Our KUnit suites the way kernel CI runs them (scripts/kunit-intree.sh):

@@ -63,11 +63,14 @@ pair() {
 	run_server=$(tail -n 1 "$out/server")
 }
 # A guest killed by the emulator's stale int3 (vm-run.sh marks its run
-# stale-int3; lib.sh stale_int3) stops the other's test too: both boot again,
-# once.
+# stale-int3; lib.sh stale_int3), or whose kernel stalled before init
+# (marked boot-stall), stops the other's test too: both boot again, once.
 pair "$@"
 if [ -f "$run_server/stale-int3" ] || [ -f "$run_client/stale-int3" ]; then
 	warn "vm-pair: a guest trapped on an int3 no longer in memory (multi-threaded TCG, lib.sh stale_int3; $run_server $run_client); booting both again"
+	pair "$@"
+elif [ -f "$run_server/boot-stall" ] || [ -f "$run_client/boot-stall" ]; then
+	warn "vm-pair: a guest's kernel stalled before init (vm-run.sh; $run_server $run_client); booting both again"
 	pair "$@"
 fi
 rm -rf "$out"

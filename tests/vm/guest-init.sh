@@ -13,6 +13,8 @@ export HOME=/root LANG=C.UTF-8
 o=trans=virtio,version=9p2000.L,msize=262144
 mount -t 9p -o $o,ro mods /lib/modules
 mount -t 9p -o $o results /results
+# vm-run.sh waits for this to know the kernel booted.
+: >/results/booted
 for d in /var/lib/nfs /var/log /var/tmp /var/cache /root /srv /mnt /media; do
 	mount -t tmpfs -o mode=0755 tmpfs $d
 done
