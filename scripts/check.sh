@@ -456,9 +456,46 @@ do_teardown_strand() {
 	fi
 }
 
+# teardown_late_flush: N1 of the soundness review. The stranding siw with
+# strand_sends=3 transmits slowly (10 ms per WR, so that replies are queued
+# at each of the 4 stops: 5 of 6 stops in two trial runs) and flushes all
+# but the last stranded WR 100 ms after the drain, and the fault-injection
+# build sleeps 500 ms between
+# svc_rdma_free's final drain and the walk over its send ctxts
+# (teardown_pause_ms): at the walk some ctxts have completed after the
+# final drain, with chunk Writes (reads and READDIRPLUS replies), while
+# another is still posted. Teardown must release their R/W contexts while
+# the QP lives (before the fix: rdma_rw_ctx_destroy_bvec() on a NULL QP
+# once it was destroyed, or, with none posted, the ctxts left on the
+# release list for ever). The guest's checks (fio verified, listings,
+# leak counters 0, unload, DMA mappings undone) must hold, and the window
+# must have been hit.
+do_teardown_late_flush() {
+	local run rc=0 early late flushed
+	bash "$TOP/scripts/build-siw-strand.sh" >/dev/null 2>"$LOGS/siw-strand.out" ||
+		{ bad "teardown late flush: siw.ko does not build ($LOGS/siw-strand.out)"; return 1; }
+	build_fault_variant >/dev/null 2>&1 ||
+		{ bad "teardown late flush: fault-injection build ($LOGS/module-rust-fault.log)"; return 1; }
+	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 500 -e rs_fabric=siw -e rs_siw_strand=3 \
+		-e rs_module_dir=rust-fault -e rs_teardown_pause_ms=500 \
+		-n teardown-late-flush-rust teardown rust 4) || rc=$?
+	relay_guest "teardown late flush" "$run"
+	[ -f "$run/summary" ] && grep -E '^teardown_(qp|completed|never|siw)' "$run/summary" | sed 's/^/    /'
+	[ "$rc" = 0 ] || bad "teardown late flush VM run (status $rc, logs in $run)"
+	early=$(sed -n 's/^teardown_qp_destroyed_early=//p' "$run/summary" 2>/dev/null)
+	late=$(sed -n 's/^teardown_completed_after_drain=//p' "$run/summary" 2>/dev/null)
+	flushed=$(sed -n 's/^teardown_siw_flushed_after_drain=//p' "$run/summary" 2>/dev/null)
+	if [ "${early:-0}" -gt 0 ] && [ "${late:-0}" -gt 0 ]; then
+		ok "teardown late flush: $late send ctxts completed between the final drain and teardown's walk ($flushed WRs flushed there), released while the QP lived, in $early teardowns"
+	else
+		bad "teardown late flush: the window was not hit: QP destroyed early ${early:-?}, completed after the final drain ${late:-?}, WRs flushed after the drain ${flushed:-?} ($run)"
+	fi
+}
+
 do_teardown_strands() {
 	do_teardown_strand 1
 	do_teardown_strand 2
+	do_teardown_late_flush
 }
 
 # The teardowns of do_e2e, both flavours and the stranding siw (all in the

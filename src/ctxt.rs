@@ -39,9 +39,13 @@ use crate::stats;
 /// First [`release_unreturned`] releases, onto the free list, the ctxts
 /// that never came back.
 pub(crate) fn send_ctxts_destroy(drained: &Drained<'_>) {
+    crate::fault::teardown_pause();
     release_unreturned(drained, |d| {
-        // SAFETY: `release_unreturned` released the chunks' R/W contexts
-        // before it quiesces, and nothing here uses the QP afterwards.
+        // SAFETY: before it quiesces, `release_unreturned` released the
+        // R/W contexts of every ctxt that still had any (posted, parked or
+        // completed after the final drain; at teardown nothing posts, so
+        // no other can get one), and after it nothing here uses the QP:
+        // the releases that follow find no R/W context to undo.
         unsafe { d.destroy_qp_and_quiesce_send_cq() }
     });
     for ctxt in Rdma::take_free_ctxts(drained) {
@@ -49,21 +53,24 @@ pub(crate) fn send_ctxts_destroy(drained: &Drained<'_>) {
     }
 }
 
-/// At transport teardown, after `ib_drain_qp`, every ctxt should be back
-/// on the free list. Two kinds may not be: one whose Send was posted and
-/// never completed (the provider broke the drain's promise, as soft-iWARP
-/// does for work requests queued behind a TERMINATE; C leaks such a ctxt
-/// with its pages and mappings), and one parked after a partial post
-/// ([`PartlyPosted`](crate::abstractions::send_ctxt::PartlyPosted)).
-/// Both may still be completed late (soft-iWARP flushes its Send Queue
-/// again when the connection's socket closes), and a late completion reads
-/// the ctxt. So if there are any, their chunks' R/W contexts are released
-/// while the QP lives, then `quiesce` destroys the QP and waits out the
-/// Send CQ's poller; what late completions put back is released as usual,
-/// and only what is still unreturned then is reclaimed
-/// ([`reclaim_unreturned`], on the proof `quiesce` gives). If `quiesce`
-/// gives none, they are left allocated and unlisted, as C
-/// leaves them. Returns how many ctxts were reclaimed.
+/// At transport teardown, after `ib_drain_qp` and the final drain, every
+/// ctxt should be back on the free list. Three kinds may not be: one whose
+/// Send was posted and never completed (the provider broke the drain's
+/// promise, as soft-iWARP does for work requests queued behind a
+/// TERMINATE; C leaks such a ctxt with its pages and mappings), one parked
+/// after a partial post
+/// ([`PartlyPosted`](crate::abstractions::send_ctxt::PartlyPosted)), and
+/// one whose completion came after the final drain had run (soft-iWARP
+/// flushes its Send Queue again when the connection's socket closes),
+/// which sits on the release list. The first two may still be completed
+/// late, and a late completion reads the ctxt. So if there are any of the
+/// three, the chunks' R/W contexts of all of them are released while the
+/// QP lives, then `quiesce` destroys the QP and waits out the Send CQ's
+/// poller; what completed late is released as usual, and only what is
+/// still unreturned then is reclaimed ([`reclaim_unreturned`], on the
+/// proof `quiesce` gives). If `quiesce` gives none, the first two kinds
+/// are left allocated and unlisted, as C leaves them. Returns how many
+/// ctxts were reclaimed.
 ///
 /// Their chunks' R/W contexts went back to `sc_rw_ctxts`, which
 /// `svc_rdma_free` has already emptied with `svc_rdma_destroy_rw_ctxts`
@@ -76,12 +83,16 @@ pub(crate) fn release_unreturned<'a>(
     quiesce: impl FnOnce(&Drained<'a>) -> Option<SendQueueGone<'a>>,
 ) -> u32 {
     let rdma = drained.rdma();
-    let outstanding = release_unreturned_chunk_io(drained);
-    if outstanding == 0 {
+    let held = release_unreturned_chunk_io(drained);
+    let outstanding = held.outstanding;
+    // A ctxt that completed after the final drain is released only once
+    // its completion handler has returned, which the quiesce waits for (a
+    // completion marks the ctxt queued before it lists it).
+    if outstanding == 0 && held.completed_late == 0 {
         return 0;
     }
     let Some(gone) = quiesce(drained) else {
-        let n = abandon_unreturned(rdma);
+        let n = abandon_unreturned(drained);
         kernel::pr_warn!(
             "transport teardown: {} send ctxts never completed, and their CQ cannot be quiesced: left allocated\n",
             n
@@ -98,8 +109,9 @@ pub(crate) fn release_unreturned<'a>(
     unsafe { drained.destroy_rw_ctxts() };
     let reclaimed = found.posted.saturating_add(found.parked);
     kernel::pr_warn!(
-        "transport teardown: {} send ctxts outstanding after the drain, QP destroyed early: {} completed meanwhile, {} never completed, {} parked after a partial post\n",
+        "transport teardown: {} send ctxts outstanding after the drain, {} completed after the final drain, QP destroyed early: {} completed meanwhile, {} never completed, {} parked after a partial post\n",
         outstanding,
+        held.completed_late,
         outstanding.saturating_sub(reclaimed),
         found.posted,
         found.parked
@@ -118,10 +130,7 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt<'_>> {
         rdma.pop_free_ctxt()
     });
     let mut ctxt = match pooled {
-        Some(c) => {
-            c.set_state(CtxtState::Owned);
-            c
-        }
+        Some(c) => c,
         None => Ctxt::alloc(rdma)?,
     };
     ctxt.reset_for_reply();
@@ -138,10 +147,8 @@ pub(crate) fn send_ctxt_get(rdma: &Rdma) -> Option<Ctxt<'_>> {
 #[inline(always)]
 unsafe fn release_to_pool(rdma: &Rdma, mut ctxt: IdleCtxt<'_>) {
     ctxt.release_io(events::dma_unmap_page);
-    let ctxt = ctxt.into_ctxt();
-    ctxt.set_state(CtxtState::Free);
-    // SAFETY: the free list of the ctxt's own transport (`# Safety`).
-    unsafe { rdma.free_ctxts().push(ctxt) };
+    // SAFETY: a ctxt of `rdma` (`# Safety`).
+    unsafe { rdma.push_free_ctxt(ctxt) };
 }
 
 /// `svc_rdma_send_ctxts_drain`: releases every ctxt whose Send completed.

@@ -36,6 +36,22 @@ pub(crate) fn inject(_point: Point) -> bool {
     false
 }
 
+/// At a transport's teardown, before the walk over its send ctxts: sleeps
+/// for the `teardown_pause_ms` module parameter (0 by default), so that a
+/// test can have completions arrive after `svc_rdma_free`'s final drain.
+/// Only in fault-injection builds; may sleep.
+#[cfg(rpcrdma_fault_injection)]
+pub(crate) fn teardown_pause() {
+    // SAFETY: reads a module parameter and sleeps; called from
+    // `svc_rdma_free`'s process context.
+    unsafe { sys::rs_fault_teardown_pause() }
+}
+
+/// At a transport's teardown: nothing, in this build.
+#[cfg(not(rpcrdma_fault_injection))]
+#[inline(always)]
+pub(crate) fn teardown_pause() {}
+
 /// The `ib_post_send` that Sends go through: in fault-injection builds, a
 /// wrapper that may fail at the first WR, or post the chunk Writes and fail
 /// the Send (a partial post).

@@ -37,9 +37,6 @@ use kernel::num::casts::FromSafeCast;
 /// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
 fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
-    let Some(sge_no) = ctxt.next_sge_no() else {
-        return Err(mapping_failed(ctxt));
-    };
     let len = frag.len();
     // SAFETY: the mapping goes into the ctxt's SGEs, and the reply's
     // memory outlives it: this runs only under `map_reply_msg` (the only
@@ -64,7 +61,7 @@ fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> 
     // Counted in `num_sge` only once mapped: release undoes exactly these.
     // Past the SGE array (which the SGE count ruled out) the mapping comes
     // back and is undone by its drop.
-    if ctxt.add_payload_sge(sge_no, mapping).is_err() {
+    if ctxt.add_payload_sge(mapping).is_err() {
         return Err(mapping_failed(ctxt));
     }
     Ok(())

@@ -420,7 +420,7 @@ mod tests {
         // handle a buggy caller would have.
         let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
         let (posted, stray) = (posted.ok_or(EINVAL)?, stray.ok_or(EINVAL)?);
-        posted.set_state(CtxtState::Posted);
+        posted.mark_posted_for_test();
         assert_eq!(stray.try_put(), Err(CtxtState::Posted));
         // SAFETY: the release list of our stand-in, which only this
         // thread uses: still empty.
@@ -528,6 +528,55 @@ mod tests {
         assert!(f.rdma().is_closing());
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 1);
         // Released once: alone on the free list, nothing left to release.
+        // SAFETY: the lists of our stand-in and its ctxt; only this thread
+        // uses them now.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+        }
+        // SAFETY: `p` is on our stand-in's free list, live until `f` goes.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Free));
+        Ok(())
+    }
+
+    /// N1 of the soundness review: a Send completes (flushed) after
+    /// `svc_rdma_free`'s final drain and before teardown's walk, as
+    /// soft-iWARP's late flush may, and it is the only ctxt out. Teardown
+    /// must still release it: it waits out the Send CQ's poller (the
+    /// completion may be mid-way) and releases it onto the free list.
+    /// (Before the fix teardown saw nothing outstanding, returned, and the
+    /// ctxt stayed on the release list, never freed; with a second ctxt
+    /// still posted, it was released after the QP's destruction, its R/W
+    /// contexts undone on a NULL QP.)
+    #[test]
+    fn completed_after_final_drain_is_released() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let c = f.ctxt(1).ok_or(ENOMEM)?;
+        let p = c.as_ptr();
+        assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
+        // The final drain of `svc_rdma_free`: nothing completed yet.
+        // SAFETY: a live stand-in transport, process context.
+        unsafe { crate::exports::svc_rdma_send_ctxts_drain(f.raw()) };
+        // SAFETY: `p` is live and posted, its Send not completed.
+        unsafe { complete_flushed(p) };
+        // SAFETY: `p` is a ctxt of our stand-in, live until `f` goes.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Queued));
+        let before = crate::stats::CTXTS_RECLAIMED.load(Relaxed);
+        let mut quiesced = false;
+        // SAFETY: teardown of our stand-in on this thread: nothing else
+        // uses it.
+        let drained = unsafe { Drained::assume(f.rdma()) };
+        let reclaimed = crate::ctxt::release_unreturned(&drained, |d| {
+            quiesced = true;
+            // SAFETY: nothing of the stand-in completes after the proof.
+            Some(unsafe { SendQueueGone::assume_for_test(d.rdma()) })
+        });
+        assert!(quiesced);
+        assert_eq!(reclaimed, 0);
+        assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before);
+        // Released once, onto the free list.
         // SAFETY: the lists of our stand-in and its ctxt; only this thread
         // uses them now.
         unsafe {

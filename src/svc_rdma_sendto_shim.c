@@ -462,6 +462,7 @@ __DEFINE_RUST_DO_TRACE(svcrdma_send_err,
  * of faults injected there so far.
  */
 #include <linux/fault-inject.h>
+#include <linux/delay.h>
 
 static struct fault_attr rs_fault_attrs[RS_FAULT_POINTS] = {
 	[0 ... RS_FAULT_POINTS - 1] = FAULT_ATTR_INITIALIZER,
@@ -538,4 +539,22 @@ module_param_cb(fail_post_first, &rs_fault_ops, (void *)RS_FAULT_POST_FIRST, 064
 MODULE_PARM_DESC(fail_post_first, "Fault injection: ib_post_send fails at the first WR");
 module_param_cb(fail_post_mid, &rs_fault_ops, (void *)RS_FAULT_POST_MID, 0644);
 MODULE_PARM_DESC(fail_post_mid, "Fault injection: ib_post_send fails at the Send after posting the chunk Writes");
+
+/*
+ * Not a fault: a delay that widens a race window for the teardown test over
+ * the stranding siw (strand_sends=3), whose late flush must land between
+ * svc_rdma_free()'s final svc_rdma_send_ctxts_drain() and the walk over
+ * the transport's send ctxts in svc_rdma_send_ctxts_destroy().
+ */
+static unsigned int rs_teardown_pause_ms;
+module_param_named(teardown_pause_ms, rs_teardown_pause_ms, uint, 0644);
+MODULE_PARM_DESC(teardown_pause_ms, "Test only: sleep this long in svc_rdma_send_ctxts_destroy, before its walk over the transport's send ctxts");
+
+void rs_fault_teardown_pause(void)
+{
+	unsigned int ms = READ_ONCE(rs_teardown_pause_ms);
+
+	if (ms)
+		msleep(ms);
+}
 #endif /* RPCRDMA_RS_FAULT_INJECTION */

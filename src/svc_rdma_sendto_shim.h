@@ -98,6 +98,7 @@ enum rs_fault_point {
 };
 
 bool rs_fault(int point);
+void rs_fault_teardown_pause(void);
 int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_sge *hdr,
 			   const struct ib_send_wr *wr,
 			   const struct ib_send_wr **bad_wr);

@@ -209,37 +209,61 @@ pub(super) fn may_be_unreturned(state: i32) -> bool {
     state == CtxtState::Posted as i32 || state == CtxtState::Orphan as i32
 }
 
-/// At transport teardown, after `ib_drain_qp`: counts the ctxts of `rdma`
-/// that are posted and were never completed, or parked after a partial
-/// post, and releases their chunks' R/W contexts. Those hold
-/// `rdma_rw_ctx`s (MRs of the QP's pool, mappings made on its device),
-/// which only a live QP can undo, and teardown is about to destroy it
-/// ([`Drained::destroy_qp_and_quiesce_send_cq`]) before it takes the ctxts.
-/// The Write chunk infos themselves stay until the ctxt is released: a
-/// late Write completion reads their `cc_cqe` and `cc_cid`.
+/// What [`release_unreturned_chunk_io`] found of a transport's ctxts.
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct HeldAtTeardown {
+    /// Posted and not completed, or parked after a partial post: they may
+    /// still complete.
+    pub(crate) outstanding: u32,
+    /// Completed after the final drain, so still on the release list.
+    pub(crate) completed_late: u32,
+}
+
+/// At transport teardown, after `ib_drain_qp` and the final drain: counts
+/// the ctxts of `rdma` that may still hold chunk I/O, and releases their
+/// chunks' R/W contexts. Those are the ctxts posted and never completed,
+/// parked after a partial post, or completed after the final drain (a
+/// provider that flushes its Send Queue late, as soft-iWARP may): their
+/// `rdma_rw_ctx`s (MRs of the QP's pool, mappings made on its device) can
+/// only be undone while the QP lives, and teardown is about to destroy it
+/// ([`Drained::destroy_qp_and_quiesce_send_cq`]) before it releases them.
+/// Afterwards no ctxt of `rdma` holds an R/W context: nothing posts at
+/// teardown, and a ctxt that completes after this walk was posted at it.
+/// Releasing them twice is harmless: `svc_rdma_cc_release` empties the
+/// list it undoes, and the ctxt's own release later finds it empty. The
+/// Write chunk infos themselves stay until the ctxt is released: a late
+/// Write completion reads their `cc_cqe` and `cc_cid`.
 ///
-/// At teardown (`drained`), nothing posts on the QP any more, and the only
-/// code that may still run on those ctxts are their completions
-/// (`WcSend`, `svc_rdma_write_done`, `svc_rdma_reply_done`), none of which
-/// touches the R/W context lists. The QP is still there: only
+/// At teardown (`drained`), nothing posts on the QP any more, nothing
+/// drains the release list but teardown itself, and the only code that
+/// may still run on those ctxts are their completions (`WcSend`,
+/// `svc_rdma_write_done`, `svc_rdma_reply_done`), none of which touches
+/// the R/W context lists. The QP is still there: only
 /// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys it before
 /// `svc_rdma_free` does, and its callers promise to call this first.
-pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> u32 {
-    let mut found = 0u32;
+pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> HeldAtTeardown {
+    let mut found = HeldAtTeardown::default();
     let r = drained.rdma().as_ptr();
     let _guard = all_ctxts_lock().lock();
     // `svc_rdma_cc_release` may run under this lock: it is atomic (unmaps,
     // returns MRs under the QP's irq-safe lock, lists R/W contexts for reuse).
     // SAFETY: lock held, nothing unlisted; the ctxts of `rdma` in these
-    // states belong to no thread and their completions leave these lists
+    // states belong to no thread (a queued one to the drainer, which at
+    // teardown is our caller) and their completions leave these lists
     // alone (the function's docs); each write info on `sc_write_info_list`
     // lives until its ctxt's release.
     unsafe {
         for (c, state) in listed_ctxts() {
-            if (*c).sc_rdma != r || !may_be_unreturned(state) {
+            if (*c).sc_rdma != r {
                 continue;
             }
-            found = found.saturating_add(1);
+            if may_be_unreturned(state) {
+                found.outstanding = found.outstanding.saturating_add(1);
+            } else if state == CtxtState::Queued as i32 {
+                found.completed_late = found.completed_late.saturating_add(1);
+            } else {
+                continue;
+            }
             let head = addr_of_mut!((*c).sc_write_info_list);
             let mut link = (*head).next;
             while link != head {
@@ -267,7 +291,8 @@ pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> u32 {
 /// takes the ctxts of `rdma` that may still be completed off the list of
 /// all ctxts and leaves their memory to a completion that may never come,
 /// as C leaves them (it never looks). Returns how many.
-pub(crate) fn abandon_unreturned(rdma: &Rdma) -> u32 {
+pub(crate) fn abandon_unreturned(drained: &Drained<'_>) -> u32 {
+    let rdma = drained.rdma();
     let mut n = 0u32;
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock, and unlist only a ctxt already yielded.

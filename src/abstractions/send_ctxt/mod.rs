@@ -400,9 +400,11 @@ impl<'r> Ctxt<'r> {
     /// forget them, a leak, not a fault: the per-reply path does not pay
     /// for the check (measured: 7 instructions per reply, the test and the
     /// register it takes, past the cost gate's margin for pulled-up
-    /// replies).
+    /// replies). A length past the header buffer is cut to it: the device
+    /// reads SGE 0, and must not read past the buffer.
     #[inline]
     pub(crate) fn set_header_sge_unmapped(&mut self, hdr_len: u32) {
+        let hdr_len = hdr_len.min(self.header_buf_len());
         let p = self.as_ptr();
         // SAFETY: exclusively ours, and it has at least one SGE (type
         // invariant).
@@ -456,30 +458,27 @@ impl<'r> Ctxt<'r> {
         }
     }
 
-    /// Advances `sc_cur_sge_no` and returns it: the index of the next
-    /// payload SGE. `None` if it would overflow.
-    pub(crate) fn next_sge_no(&mut self) -> Option<usize> {
-        let c = self.raw_mut();
-        c.sc_cur_sge_no = c.sc_cur_sge_no.checked_add(1)?;
-        usize::try_from(c.sc_cur_sge_no).ok()
-    }
-
-    /// Stores a payload mapping in SGE `index`, where `release_io` will
-    /// undo it, and counts it in `num_sge`. Gives the mapping back if
-    /// `index` is past the array.
+    /// Stores a payload mapping in the next SGE, the one `num_sge` counts
+    /// to, where `release_io` will undo it, and counts it: SGEs
+    /// `1..num_sge` are always the payload mappings, whoever calls this
+    /// (no caller picks the index). Gives the mapping back when the array
+    /// is full. `sc_cur_sge_no` follows, as in C: the index of the last
+    /// SGE used.
     pub(crate) fn add_payload_sge<'d>(
         &mut self,
-        index: usize,
         mapping: DmaMapping<'d>,
     ) -> Result<(), DmaMapping<'d>> {
-        let Some(sge) = self.sges_mut().get_mut(index) else {
+        let n = self.raw().sc_send_wr.num_sge;
+        let Some(sge) = usize::try_from(n)
+            .ok()
+            .and_then(|i| self.sges_mut().get_mut(i))
+        else {
             return Err(mapping);
         };
         mapping.into_sge(sge);
-        // Never wraps: at most one per SGE of the array (`num_sge` counts
-        // only SGEs stored here).
-        let n = self.raw().sc_send_wr.num_sge.wrapping_add(1);
-        self.set_num_sge(n);
+        self.raw_mut().sc_cur_sge_no = n;
+        // Never wraps: `n` indexes the SGE array.
+        self.set_num_sge(n.wrapping_add(1));
         Ok(())
     }
 
@@ -595,8 +594,10 @@ impl<'r> Ctxt<'r> {
         CtxtState::from_repr(unsafe { core::ptr::read_volatile(self.state_ptr()) })
     }
 
-    /// Records where the ctxt is going.
-    pub(crate) fn set_state(&self, state: CtxtState) {
+    /// Records where the ctxt is going. Private to the layer: the state
+    /// word is what teardown trusts to tell whether anybody holds a ctxt
+    /// (`take_unreturned`), so only the layer's own transitions write it.
+    fn set_state(&self, state: CtxtState) {
         // SAFETY: the ledger's state word, which only the ctxt's holder
         // (we) writes (`Ledger` invariants); volatile, as `WRITE_ONCE`.
         unsafe { core::ptr::write_volatile(self.state_ptr(), state as i32) };
@@ -694,10 +695,14 @@ impl<'r> Ctxt<'r> {
         // at or before it), so no completion will take the ctxt: it is ours
         // again.
         let ctxt = ManuallyDrop::into_inner(ctxt);
-        ctxt.set_state(CtxtState::Owned);
         if bad_wr == first_wr {
+            ctxt.set_state(CtxtState::Owned);
             return Err(PostFailure::NotPosted { ret, ctxt });
         }
+        // Parked from here, before anyone holds the `PartlyPosted`: one
+        // that is forgotten instead of dropped still leaves the ctxt where
+        // teardown finds it, to release its R/W contexts and reclaim it.
+        ctxt.set_state(CtxtState::Orphan);
         // Count the unposted tail. A driver that reports no bad WR is taken
         // the safe way: something may be in flight.
         let mut unposted = 0i32;
@@ -923,17 +928,38 @@ impl Rdma {
         unsafe { SpinLock::from_raw(addr_of_mut!((*self.as_ptr()).sc_send_lock)) }
     }
 
-    /// Takes an idle ctxt from the free list.
+    /// Takes an idle ctxt from the free list, owned by the caller.
     pub(crate) fn pop_free_ctxt(&self) -> Option<Ctxt<'_>> {
         // SAFETY: every consumer of the free list pops through here, under
         // `sc_send_lock`, but teardown's `take_free_ctxts`, which runs when
         // no request pops any more (its `# Safety`).
-        unsafe { self.free_ctxts().pop(self.send_lock()) }
+        let ctxt = unsafe { self.free_ctxts().pop(self.send_lock()) }?;
+        ctxt.set_state(CtxtState::Owned);
+        Some(ctxt)
+    }
+
+    /// Returns a released ctxt to the free list.
+    ///
+    /// # Safety
+    ///
+    /// `ctxt` is a ctxt of this transport.
+    pub(crate) unsafe fn push_free_ctxt(&self, ctxt: IdleCtxt<'_>) {
+        let ctxt = ctxt.into_ctxt();
+        ctxt.set_state(CtxtState::Free);
+        // SAFETY: the free list of the ctxt's own transport (`# Safety`),
+        // and the ctxt is idle, owned by nobody once listed.
+        unsafe { self.free_ctxts().push(ctxt) };
     }
 }
 
 #[cfg(rpcrdma_kunit)]
 impl Ctxt<'_> {
+    /// Marks the ctxt posted without posting it, for a test that plays a
+    /// buggy caller holding a second handle.
+    pub(crate) fn mark_posted_for_test(&self) {
+        self.set_state(CtxtState::Posted);
+    }
+
     /// The state of the ctxt at `p`, for a test that holds no [`Ctxt`]
     /// of it (`READ_ONCE`).
     ///

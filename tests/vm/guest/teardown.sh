@@ -17,6 +17,13 @@ if [ -n "${rs_siw_strand:-}" ] || [ "$FABRIC" = siw ]; then
 	sysctl -q -w net.ipv4.tcp_wmem="4096 8192 8192" net.ipv4.tcp_rmem="4096 8192 8192"
 fi
 load_rpcrdma "$flavour"
+if [ -n "${rs_teardown_pause_ms:-}" ]; then
+	# The fault-injection build's pause between svc_rdma_free's final
+	# drain and the walk over its send ctxts (siw strand_sends=3 flushes
+	# the stranded Sends there).
+	echo "$rs_teardown_pause_ms" >/sys/module/rpcrdma/parameters/teardown_pause_ms ||
+		fail "setting teardown_pause_ms (not a fault-injection build?)"
+fi
 # Kernel messages from here on are the workload's (a KUnit build's suites
 # ran during the load).
 dmesg_from=$(($(dmesg | wc -l) + 1))
@@ -165,10 +172,16 @@ early() {
 result teardown_qp_destroyed_early "$(dmesg | tail -n +$dmesg_from | grep -c 'QP destroyed early')"
 result teardown_completed_meanwhile "$(early 'completed meanwhile')"
 result teardown_never_completed "$(early 'never completed,')"
+result teardown_completed_after_drain "$(early 'completed after the final drain')"
 # The test siw's fix of upstream report 7 on the QPs it does not strand
 # (the client's): how often it flushed WRs stock siw would have left.
 [ -n "${rs_siw_strand:-}" ] &&
 	result teardown_siw_report7_flushes "$(dmesg | tail -n +$dmesg_from | grep -c 'flushed on the move to ERROR (report 7)')"
+# strand_sends=3: how many WRs the test siw flushed after the drains.
+[ "${rs_siw_strand:-}" = 3 ] &&
+	result teardown_siw_flushed_after_drain "$(dmesg | tail -n +$dmesg_from |
+		sed -n 's/.*strand_sends=3: \([0-9][0-9]*\) WRs flushed after the drain.*/\1/p' |
+		awk '{ n += $1 } END { print n + 0 }')"
 dma_mode_check "teardown $flavour"
 kmemleak_check "teardown $flavour"
 result failures $FAILS
