@@ -223,13 +223,20 @@ pub(crate) fn sendto(rdma: &Rdma, rqst: &mut Rqst, rctxt: &mut RecvCtxt) -> i32 
     if sctxt.header_buf_size() < FIXED_HDR_LEN {
         return put_ctxt(rdma, rqst, sctxt, EMSGSIZE);
     }
-    let ret = sctxt.prepare_write_list(rctxt, rqst.res());
+    // SAFETY: the reply's pages outlive the Writes' mappings: on success
+    // they are moved into the ctxt (`send_reply_msg`, or `save_io_pages`
+    // for an RDMA_ERROR) and released with it; every other exit goes
+    // through `put_ctxt`, which undoes the Writes before the request frees
+    // its pages.
+    let ret = unsafe { sctxt.prepare_write_list(rctxt, rqst.res()) };
     if ret < 0 {
         return put_ctxt(rdma, rqst, sctxt, Error::from_errno(ret));
     }
     let mut rc_size = 0u32;
     if !rctxt.reply_pcl().is_empty() {
-        let ret = sctxt.prepare_reply_chunk(rctxt.write_pcl(), rctxt.reply_pcl(), rqst.res());
+        // SAFETY: as for the Write list, above.
+        let ret =
+            unsafe { sctxt.prepare_reply_chunk(rctxt.write_pcl(), rctxt.reply_pcl(), rqst.res()) };
         if ret < 0 {
             return send_err(rdma, rqst, rctxt, sctxt, Error::from_errno(ret));
         }
@@ -279,8 +286,11 @@ fn send_err(rdma: &Rdma, rqst: &mut Rqst, rctxt: &RecvCtxt, mut sctxt: Ctxt<'_>,
 #[cold]
 fn put_ctxt(rdma: &Rdma, rqst: &Rqst, mut sctxt: Ctxt<'_>, e: Error) -> i32 {
     // The request frees its reply pages on return, before the ctxt is
-    // released (at the next drain): no payload mapping may outlive them
-    // (mapped replies whose pages could not be moved in).
+    // released (at the next drain): no mapping of them may outlive them,
+    // neither a payload SGE (mapped replies whose pages could not be
+    // moved in) nor a chunk Write built for the reply (C leaves those to
+    // the release). Nothing was posted.
+    sctxt.release_chunk_writes();
     sctxt.unmap_payload_sges();
     drop(sctxt);
     drop_connection(rdma, rqst, e)

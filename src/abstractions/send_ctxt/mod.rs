@@ -540,12 +540,51 @@ impl<'r> Ctxt<'r> {
         Some(())
     }
 
+    /// Undoes the chunk Writes built for this reply: their R/W contexts
+    /// (MRs, and DMA mappings of the reply's pages) go back to the
+    /// transport, the Write chunk infos are freed. None of them is posted
+    /// (type invariant): for a reply that will not be sent, whose pages
+    /// the request frees on return, and for the ctxt's release. The two
+    /// releases of `svc_rdma_rw.c` do nothing for a ctxt without Write
+    /// chunk infos or Reply chunk WRs (their own first tests, which most
+    /// replies meet): they are called only when there is work, and a
+    /// second call finds none.
+    #[inline(always)]
+    pub(crate) fn release_chunk_writes(&mut self) {
+        let rdma = self.rdma().as_ptr();
+        let p = self.as_ptr();
+        let raw = self.raw();
+        let has_write_infos = !core::ptr::eq(raw.sc_write_info_list.next, &raw.sc_write_info_list);
+        let has_reply_writes = raw.sc_reply_info.wi_cc.cc_sqecount != 0;
+        if has_write_infos {
+            // SAFETY: nothing of the chain is posted (type invariant), so
+            // the Write chunks' R/W contexts are idle; the infos are the
+            // ctxt's own, and the release leaves the list empty.
+            unsafe { sys::svc_rdma_write_chunk_release(rdma, p) };
+        }
+        if has_reply_writes {
+            // SAFETY: nothing of the chain is posted (type invariant), so
+            // the Reply chunk's R/W contexts are idle; the release leaves
+            // their list empty.
+            unsafe { sys::svc_rdma_reply_chunk_release(rdma, p) };
+        }
+    }
+
     /// `svc_rdma_prepare_write_list`: builds the RDMA Write WRs that carry
     /// the result payloads of `xdr` to the Call's Write chunks, chained
-    /// before the ctxt's Send. Returns a negative errno on failure.
-    pub(crate) fn prepare_write_list(&mut self, rctxt: &RecvCtxt, xdr: &XdrBuf) -> c_int {
+    /// before the ctxt's Send, with DMA mappings of `xdr`'s pages. Returns
+    /// a negative errno on failure.
+    ///
+    /// # Safety
+    ///
+    /// The pages of `xdr` stay allocated until those mappings are undone:
+    /// until the ctxt is released (its pages moved into it) once the Writes
+    /// may be posted, or until [`Self::release_chunk_writes`] for a reply
+    /// that is given up.
+    pub(crate) unsafe fn prepare_write_list(&mut self, rctxt: &RecvCtxt, xdr: &XdrBuf) -> c_int {
         // SAFETY: the live transport, a Call, our ctxt and the reply, all
-        // valid for the call.
+        // valid for the call; the pages' lifetime is the caller's
+        // (`# Safety`).
         unsafe {
             sys::svc_rdma_prepare_write_list(
                 self.rdma().as_ptr(),
@@ -557,16 +596,22 @@ impl<'r> Ctxt<'r> {
     }
 
     /// `svc_rdma_prepare_reply_chunk`: builds the RDMA Write WRs that carry
-    /// the reply through the Call's Reply chunk. Returns the bytes it will
-    /// write, or a negative errno.
-    pub(crate) fn prepare_reply_chunk(
+    /// the reply through the Call's Reply chunk, with DMA mappings of
+    /// `xdr`'s pages. Returns the bytes it will write, or a negative errno.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::prepare_write_list`]: the pages of `xdr` outlive the
+    /// mappings made here.
+    pub(crate) unsafe fn prepare_reply_chunk(
         &mut self,
         write_pcl: &Pcl,
         reply_pcl: &Pcl,
         xdr: &XdrBuf,
     ) -> c_int {
         // SAFETY: the live transport, the Call's lists, our ctxt and the
-        // reply, all valid for the call.
+        // reply, all valid for the call; the pages' lifetime is the
+        // caller's (`# Safety`).
         unsafe {
             sys::svc_rdma_prepare_reply_chunk(
                 self.rdma().as_ptr(),
@@ -784,25 +829,8 @@ impl<'r> IdleCtxt<'r> {
         mut trace_unmap: impl FnMut(&sys::rpc_rdma_cid, &sys::ib_sge),
     ) {
         let ctxt = &mut self.0;
-        let rdma = ctxt.rdma().as_ptr();
-        let p = ctxt.as_ptr();
-        // The two releases of `svc_rdma_rw.c` do nothing for a ctxt without
-        // Write chunk infos or Reply chunk WRs (their own first tests, which
-        // most replies meet): they are called only when there is work.
-        let raw = ctxt.raw();
-        let has_write_infos = !core::ptr::eq(raw.sc_write_info_list.next, &raw.sc_write_info_list);
-        let has_reply_writes = raw.sc_reply_info.wi_cc.cc_sqecount != 0;
-        if has_write_infos {
-            // SAFETY: nothing of the chain is in flight (type invariant), so
-            // the Write chunks' R/W contexts are idle; the infos are the
-            // ctxt's own.
-            unsafe { sys::svc_rdma_write_chunk_release(rdma, p) };
-        }
-        if has_reply_writes {
-            // SAFETY: nothing of the chain is in flight (type invariant), so
-            // the Reply chunk's R/W contexts are idle.
-            unsafe { sys::svc_rdma_reply_chunk_release(rdma, p) };
-        }
+        // Nothing of the chain is in flight (type invariant).
+        ctxt.release_chunk_writes();
         // `num_sge` counts only SGEs that were mapped; never past the array.
         let mapped = ctxt.num_sge().min(ctxt.rdma().max_send_sges());
         if mapped > 1 {
