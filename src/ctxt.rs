@@ -40,14 +40,11 @@ use crate::stats;
 /// that never came back.
 pub(crate) fn send_ctxts_destroy(drained: &Drained<'_>) {
     crate::fault::teardown_pause();
-    release_unreturned(drained, |d| {
-        // SAFETY: before it quiesces, `release_unreturned` released the
-        // R/W contexts of every ctxt that still had any (posted, parked or
-        // completed after the final drain; at teardown nothing posts, so
-        // no other can get one), and after it nothing here uses the QP:
-        // the releases that follow find no R/W context to undo.
-        unsafe { d.destroy_qp_and_quiesce_send_cq() }
-    });
+    // Before it quiesces, `release_unreturned` releases the R/W contexts
+    // of every ctxt that still has any (posted, parked or completed after
+    // the final drain; at teardown nothing posts, so no other can get
+    // one): the releases that follow find none to undo.
+    release_unreturned(drained, |d| d.destroy_qp_and_quiesce_send_cq());
     for ctxt in Rdma::take_free_ctxts(drained) {
         ctxt.free();
     }

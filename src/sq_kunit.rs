@@ -590,6 +590,41 @@ mod tests {
         Ok(())
     }
 
+    /// N7/N8 of the soundness review: a transport whose QP teardown has
+    /// destroyed (`sc_qp` NULL) and which is deleted from its server
+    /// (`XPT_DEAD`) is still reachable through a borrow. A post through it
+    /// fails cleanly, its SQ entries given back, and no ctxt can be
+    /// allocated (the server, whose limits an allocation reads, may be
+    /// gone): no NULL QP is dereferenced, no freed server read.
+    #[test]
+    fn qp_destroyed_at_teardown_fails_cleanly() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let c = f.ctxt(1).ok_or(ENOMEM)?;
+        // SAFETY: our stand-in's QP pointer, which only this thread uses;
+        // restored below before `f` goes.
+        let qp =
+            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        let r = sq::post_chain(f.rdma(), c, POST_OK);
+        assert!(r.is_err());
+        if let Err((e, c)) = r {
+            assert_eq!(e, ENOTCONN);
+            assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
+            drop(c);
+        }
+        // SAFETY: the flags word of our stand-in transport.
+        unsafe {
+            sys::set_bit(
+                sys::XPT_DEAD as kernel::ffi::c_ulong,
+                addr_of_mut!((*f.raw()).sc_xprt.xpt_flags),
+            )
+        };
+        assert!(f.rdma().serv_maxpages().is_none());
+        assert!(Ctxt::alloc(f.rdma()).is_none());
+        // SAFETY: as above.
+        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        Ok(())
+    }
+
     /// `p`, the only ctxt of `f` not owned by the test, is released by no
     /// drain (an nfsd thread finishing an RPC), only by `svc_rdma_free`'s
     /// teardown (QP drained), onto the free list.

@@ -25,8 +25,11 @@ use kernel::types::Opaque;
 /// The transport is live while borrowed, and was fully set up before it was
 /// published: the fields read without synchronisation here (sizes, limits,
 /// the PD, QP and CM ID) never change afterwards, but for the QP, which
-/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys and clears during
-/// teardown, when nothing posts on it any more.
+/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys and clears (NULL)
+/// during teardown, on the only thread that uses the transport then. So
+/// [`Rdma::qp`] may be NULL for a borrow made at teardown, and every use of
+/// the QP checks: a post fails, a chunk's Writes are not built, R/W
+/// contexts that only a QP could undo are left, never a NULL dereference.
 #[repr(transparent)]
 pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
 
@@ -133,16 +136,28 @@ impl Rdma {
         unsafe { IbDevice::from_raw((*(*self.as_ptr()).sc_pd).device) }
     }
 
-    /// The queue pair Sends are posted on.
+    /// The queue pair Sends are posted on; NULL once teardown destroyed it
+    /// (type invariant).
     pub(crate) fn qp(&self) -> *mut sys::ib_qp {
-        // SAFETY: constant after publication (type invariant).
+        // SAFETY: a field of the live transport, which changes only at
+        // teardown on the thread that then uses the transport (type
+        // invariant).
         unsafe { (*self.as_ptr()).sc_qp }
     }
 
-    /// Pages a request can hold (`svc_serv_maxpages`).
-    pub(crate) fn serv_maxpages(&self) -> usize {
-        // SAFETY: the transport's server outlives it.
-        unsafe { sys::rs_svc_serv_maxpages(self.as_ptr()) }
+    /// Pages a request can hold (`svc_serv_maxpages`); `None` once the
+    /// transport was deleted from its server (`XPT_DEAD`, set before
+    /// `svc_rdma_free`): `svc_xprt` holds no reference on its server,
+    /// which may be gone by then.
+    pub(crate) fn serv_maxpages(&self) -> Option<usize> {
+        if self.flags() & (1 << sys::XPT_DEAD) != 0 {
+            return None;
+        }
+        // SAFETY: a transport not deleted yet is still on its server's
+        // lists, and the server is freed only after `svc_xprt_destroy_all`
+        // has deleted all of them, which runs once its threads (the
+        // callers of the Send path) are gone.
+        Some(unsafe { sys::rs_svc_serv_maxpages(self.as_ptr()) })
     }
 
     /// A new completion ID for a send ctxt of this transport.
@@ -272,15 +287,14 @@ impl<'a> Drained<'a> {
     ///
     /// For the transport teardown of a provider that left Sends
     /// uncompleted after `ib_drain_qp` (see `ctxt::release_unreturned`).
-    ///
-    /// # Safety
-    ///
-    /// Nothing uses the QP afterwards: in particular no chunk R/W context
-    /// is released through it (`release_unreturned_chunk_io` runs before).
-    pub(crate) unsafe fn destroy_qp_and_quiesce_send_cq(&self) -> Option<SendQueueGone<'a>> {
-        // SAFETY: teardown (type invariant): nobody posts on the QP, and we
-        // are not the CQ's work, which we wait for; nothing uses the QP
-        // afterwards (`# Safety`).
+    /// Chunk R/W contexts still held then can no longer be undone and are
+    /// left: release them first (`release_unreturned_chunk_io`). Every
+    /// later use of the QP through this transport finds it NULL and fails
+    /// cleanly (`Rdma` invariant).
+    pub(crate) fn destroy_qp_and_quiesce_send_cq(&self) -> Option<SendQueueGone<'a>> {
+        // SAFETY: teardown (type invariant): nobody posts on the QP or uses
+        // it on another thread, and we are not the CQ's work, which we
+        // wait for. The shim clears `sc_qp`, which every user here checks.
         if unsafe { sys::rs_destroy_qp_and_quiesce_send_cq(self.rdma.as_ptr()) } {
             // INVARIANT: the QP is destroyed and the Send CQ's poller is
             // idle and cannot be queued again (nothing can complete).

@@ -244,6 +244,9 @@ pub(crate) struct HeldAtTeardown {
 pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> HeldAtTeardown {
     let mut found = HeldAtTeardown::default();
     let r = drained.rdma().as_ptr();
+    // Once the QP is destroyed nothing can undo an R/W context: counted,
+    // then left (`Rdma` invariant; a second call after the destroy).
+    let qp_live = !drained.rdma().qp().is_null();
     let _guard = all_ctxts_lock().lock();
     // `svc_rdma_cc_release` may run under this lock: it is atomic (unmaps,
     // returns MRs under the QP's irq-safe lock, lists R/W contexts for reuse).
@@ -262,6 +265,9 @@ pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> HeldAtTeardo
             } else if state == CtxtState::Queued as i32 {
                 found.completed_late = found.completed_late.saturating_add(1);
             } else {
+                continue;
+            }
+            if !qp_live {
                 continue;
             }
             let head = addr_of_mut!((*c).sc_write_info_list);

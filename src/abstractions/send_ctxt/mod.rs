@@ -30,6 +30,7 @@ use core::ptr::{addr_of, addr_of_mut, null_mut, NonNull};
 use kernel::alloc::allocator::Kmalloc;
 use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
+use kernel::error::code::ENOTCONN;
 use kernel::ffi::c_int;
 use kernel::num::casts::FromSafeCast;
 use kernel::sync::atomic::{atomic_load, Relaxed};
@@ -65,9 +66,21 @@ fn ctxt_layout(nsges: usize) -> Option<Layout> {
 fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
     Some((
         ctxt_layout(rdma.max_send_sges())?,
-        Layout::array::<*mut sys::page>(rdma.serv_maxpages()).ok()?,
+        Layout::array::<*mut sys::page>(rdma.serv_maxpages()?).ok()?,
         Layout::from_size_align(rdma.max_req_size(), align_of::<u64>()).ok()?,
     ))
+}
+
+/// A ctxt still held chunk Writes when teardown had destroyed its QP:
+/// their R/W contexts cannot be undone any more (`rdma_rw_ctx_destroy`
+/// needs the QP) and are left allocated and mapped. Teardown releases
+/// every ctxt's before it destroys the QP
+/// (`release_unreturned_chunk_io`), so only a caller that breaks that
+/// order gets here.
+#[cold]
+#[inline(never)]
+fn chunk_writes_after_qp_destroyed() {
+    kernel::pr_warn!("send ctxt: chunk Writes released after the QP was destroyed: left\n");
 }
 
 /// `kmalloc_node`, zeroed or not; `None` on failure. Out of line, as
@@ -228,7 +241,8 @@ impl<'r> Ctxt<'r> {
         unsafe { (*ledger_ptr(c)).xprt_buf_len = buf_len };
         rdma.new_send_cid(&mut cr.sc_cid);
         cr.sc_rdma = rdma.as_ptr();
-        cr.sc_maxpages = rdma.serv_maxpages();
+        // The slots allocated above (`serv_maxpages` when `layouts` read it).
+        cr.sc_maxpages = l.1.size() / size_of::<*mut sys::page>();
         cr.sc_send_wr.next = null_mut();
         // SAFETY: writes the `wr_cqe` member of the WR's id union, as C
         // does (the union's other member, `wr_id`, is never read).
@@ -556,6 +570,10 @@ impl<'r> Ctxt<'r> {
         let raw = self.raw();
         let has_write_infos = !core::ptr::eq(raw.sc_write_info_list.next, &raw.sc_write_info_list);
         let has_reply_writes = raw.sc_reply_info.wi_cc.cc_sqecount != 0;
+        if (has_write_infos || has_reply_writes) && self.rdma().qp().is_null() {
+            chunk_writes_after_qp_destroyed();
+            return;
+        }
         if has_write_infos {
             // SAFETY: nothing of the chain is posted (type invariant), so
             // the Write chunks' R/W contexts are idle; the infos are the
@@ -582,6 +600,10 @@ impl<'r> Ctxt<'r> {
     /// may be posted, or until [`Self::release_chunk_writes`] for a reply
     /// that is given up.
     pub(crate) unsafe fn prepare_write_list(&mut self, rctxt: &RecvCtxt, xdr: &XdrBuf) -> c_int {
+        if self.rdma().qp().is_null() {
+            // Teardown destroyed the QP (`Rdma` invariant).
+            return ENOTCONN.to_errno();
+        }
         // SAFETY: the live transport, a Call, our ctxt and the reply, all
         // valid for the call; the pages' lifetime is the caller's
         // (`# Safety`).
@@ -609,6 +631,10 @@ impl<'r> Ctxt<'r> {
         reply_pcl: &Pcl,
         xdr: &XdrBuf,
     ) -> c_int {
+        if self.rdma().qp().is_null() {
+            // Teardown destroyed the QP (`Rdma` invariant).
+            return ENOTCONN.to_errno();
+        }
         // SAFETY: the live transport, the Call's lists, our ctxt and the
         // reply, all valid for the call; the pages' lifetime is the
         // caller's (`# Safety`).
@@ -718,6 +744,13 @@ impl<'r> Ctxt<'r> {
     pub(crate) fn post<H: SendCompletion>(self, post: Poster) -> Result<(), PostFailure<'r>> {
         let rdma = self.rdma();
         let qp = rdma.qp();
+        if qp.is_null() {
+            // The QP was destroyed at teardown (`Rdma` invariant).
+            return Err(PostFailure::NotPosted {
+                ret: ENOTCONN.to_errno(),
+                ctxt: self,
+            });
+        }
         let hdr: *const sys::ib_sge = self.header_sge();
         let c = self.as_ptr();
         // SAFETY: exclusively ours until posted.
