@@ -227,7 +227,8 @@ pub(crate) fn sendto(rdma: &Rdma, rqst: &mut Rqst, rctxt: &mut RecvCtxt) -> i32 
     // they are moved into the ctxt (`send_reply_msg`, or `save_io_pages`
     // for an RDMA_ERROR) and released with it; every other exit goes
     // through `put_ctxt`, which undoes the Writes before the request frees
-    // its pages.
+    // its pages. The transport was alive at the start of this function
+    // (`is_dead`), and only teardown, on its own thread, destroys the QP.
     let ret = unsafe { sctxt.prepare_write_list(rctxt, rqst.res()) };
     if ret < 0 {
         return put_ctxt(rdma, rqst, sctxt, Error::from_errno(ret));

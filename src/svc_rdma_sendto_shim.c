@@ -132,11 +132,16 @@ notrace void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma)
  * cannot run again (ib_free_cq() drops whatever the CQ still holds).
  * svc_rdma_free() then finds sc_qp NULL and skips its own
  * ib_destroy_qp(). False, with the QP destroyed, for a CQ not polled
- * from a workqueue, which svc_rdma_accept() never creates.
+ * from a workqueue, which svc_rdma_accept() never creates. The transport
+ * is marked XPT_DEAD first (svc_delete_xprt() has, but for one never
+ * added to its server): a Send path that finds it dead stops before it
+ * would use the QP.
  */
 bool rs_destroy_qp_and_quiesce_send_cq(struct svcxprt_rdma *rdma)
 {
 	struct ib_cq *cq = rdma->sc_sq_cq;
+
+	set_bit(XPT_DEAD, &rdma->sc_xprt.xpt_flags);
 
 	if (rdma->sc_qp && !IS_ERR(rdma->sc_qp)) {
 		ib_destroy_qp(rdma->sc_qp);

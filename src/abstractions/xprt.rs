@@ -26,10 +26,12 @@ use kernel::types::Opaque;
 /// published: the fields read without synchronisation here (sizes, limits,
 /// the PD, QP and CM ID) never change afterwards, but for the QP, which
 /// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys and clears (NULL)
-/// during teardown, on the only thread that uses the transport then. So
-/// [`Rdma::qp`] may be NULL for a borrow made at teardown, and every use of
-/// the QP checks: a post fails, a chunk's Writes are not built, R/W
-/// contexts that only a QP could undo are left, never a NULL dereference.
+/// during teardown, on the only thread that uses the transport then, after
+/// marking the transport dead (`XPT_DEAD`). So [`Rdma::qp`] may be NULL for
+/// a borrow made at teardown, and every use of the QP checks, or requires
+/// of its caller that the transport was seen alive ([`Rdma::is_dead`]): a
+/// post fails, a chunk's Writes are not built, R/W contexts that only a QP
+/// could undo are left, never a NULL dereference.
 #[repr(transparent)]
 pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
 

@@ -595,18 +595,22 @@ impl<'r> Ctxt<'r> {
     ///
     /// # Safety
     ///
-    /// The pages of `xdr` stay allocated until those mappings are undone:
-    /// until the ctxt is released (its pages moved into it) once the Writes
-    /// may be posted, or until [`Self::release_chunk_writes`] for a reply
-    /// that is given up.
+    /// - The pages of `xdr` stay allocated until those mappings are undone:
+    ///   until the ctxt is released (its pages moved into it) once the
+    ///   Writes may be posted, or until [`Self::release_chunk_writes`] for
+    ///   a reply that is given up.
+    /// - The transport's QP is not destroyed (the C code uses it): the
+    ///   transport was seen alive ([`Rdma::is_dead`] false) on this
+    ///   thread, as teardown marks it dead before it destroys the QP.
     pub(crate) unsafe fn prepare_write_list(&mut self, rctxt: &RecvCtxt, xdr: &XdrBuf) -> c_int {
-        if self.rdma().qp().is_null() {
-            // Teardown destroyed the QP (`Rdma` invariant).
-            return ENOTCONN.to_errno();
+        // C's loop over the Write chunks does nothing for a Call without
+        // any, most of them: no call then.
+        if rctxt.write_pcl().is_empty() {
+            return 0;
         }
-        // SAFETY: the live transport, a Call, our ctxt and the reply, all
-        // valid for the call; the pages' lifetime is the caller's
-        // (`# Safety`).
+        // SAFETY: the live transport, with its QP (`# Safety`), a Call,
+        // our ctxt and the reply, all valid for the call; the pages'
+        // lifetime is the caller's (`# Safety`).
         unsafe {
             sys::svc_rdma_prepare_write_list(
                 self.rdma().as_ptr(),
@@ -624,20 +628,16 @@ impl<'r> Ctxt<'r> {
     /// # Safety
     ///
     /// As for [`Self::prepare_write_list`]: the pages of `xdr` outlive the
-    /// mappings made here.
+    /// mappings made here, and the transport's QP is not destroyed.
     pub(crate) unsafe fn prepare_reply_chunk(
         &mut self,
         write_pcl: &Pcl,
         reply_pcl: &Pcl,
         xdr: &XdrBuf,
     ) -> c_int {
-        if self.rdma().qp().is_null() {
-            // Teardown destroyed the QP (`Rdma` invariant).
-            return ENOTCONN.to_errno();
-        }
-        // SAFETY: the live transport, the Call's lists, our ctxt and the
-        // reply, all valid for the call; the pages' lifetime is the
-        // caller's (`# Safety`).
+        // SAFETY: the live transport, with its QP, the Call's lists, our
+        // ctxt and the reply, all valid for the call; the pages' lifetime
+        // is the caller's (`# Safety`).
         unsafe {
             sys::svc_rdma_prepare_reply_chunk(
                 self.rdma().as_ptr(),
