@@ -492,6 +492,21 @@ mod tests {
         }
     }
 
+    /// Asserts that `p`, a ctxt of `f`, was released once: alone on the
+    /// free list, marked free, with nothing left to release.
+    fn assert_released_alone(f: &FakeRdma, p: *mut sys::svc_rdma_send_ctxt) {
+        // SAFETY: the lists of our stand-in and its ctxt; only this thread
+        // uses them now.
+        unsafe {
+            let first = (*f.raw()).sc_send_ctxts.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+        }
+        // SAFETY: `p` is on our stand-in's free list, live until `f` goes.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Free));
+    }
+
     /// D1 of the liveness review: the provider completes (flushes) a Send
     /// after `ib_drain_qp` returned, as soft-iWARP does when the
     /// connection's socket closes, and before the QP is destroyed. The
@@ -528,16 +543,7 @@ mod tests {
         assert!(f.rdma().is_closing());
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 1);
         // Released once: alone on the free list, nothing left to release.
-        // SAFETY: the lists of our stand-in and its ctxt; only this thread
-        // uses them now.
-        unsafe {
-            let first = (*f.raw()).sc_send_ctxts.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-            assert!((*f.raw()).sc_send_release_list.first.is_null());
-        }
-        // SAFETY: `p` is on our stand-in's free list, live until `f` goes.
-        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Free));
+        assert_released_alone(&f, p);
         Ok(())
     }
 
@@ -577,16 +583,7 @@ mod tests {
         assert_eq!(reclaimed, 0);
         assert_eq!(crate::stats::CTXTS_RECLAIMED.load(Relaxed), before);
         // Released once, onto the free list.
-        // SAFETY: the lists of our stand-in and its ctxt; only this thread
-        // uses them now.
-        unsafe {
-            let first = (*f.raw()).sc_send_ctxts.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-            assert!((*f.raw()).sc_send_release_list.first.is_null());
-        }
-        // SAFETY: `p` is on our stand-in's free list, live until `f` goes.
-        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Free));
+        assert_released_alone(&f, p);
         Ok(())
     }
 
@@ -620,7 +617,8 @@ mod tests {
         };
         assert!(f.rdma().serv_maxpages().is_none());
         assert!(Ctxt::alloc(f.rdma()).is_none());
-        // SAFETY: as above.
+        // SAFETY: our stand-in's QP pointer, which only this thread uses:
+        // the stand-in's own QP again.
         unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
         Ok(())
     }
