@@ -238,9 +238,10 @@ pub(crate) struct HeldAtTeardown {
 /// drains the release list but teardown itself, and the only code that
 /// may still run on those ctxts are their completions (`WcSend`,
 /// `svc_rdma_write_done`, `svc_rdma_reply_done`), none of which touches
-/// the R/W context lists. The QP is still there: only
-/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroys it before
-/// `svc_rdma_free` does, and its callers promise to call this first.
+/// the R/W context lists. The QP is still there unless
+/// [`Drained::destroy_qp_and_quiesce_send_cq`] destroyed it, which
+/// teardown calls only after this; called after it, this only counts (no
+/// R/W context can be undone without the QP).
 pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> HeldAtTeardown {
     let mut found = HeldAtTeardown::default();
     let r = drained.rdma().as_ptr();
