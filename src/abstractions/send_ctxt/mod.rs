@@ -46,6 +46,7 @@ use post::send_done;
 
 pub(crate) use ledger::{
     abandon_unreturned, census, release_unreturned_chunk_io, take_unreturned, CtxtState,
+    HeldAtTeardown,
 };
 pub(crate) use list::{CtxtChain, CtxtList};
 pub(crate) use post::{PartlyPosted, PostFailure, Poster, SendCompletion, SendWc, SentCtxt};
