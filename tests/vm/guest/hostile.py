@@ -30,6 +30,7 @@ Prints "class=<name> expected=<o> got=<o> x<n>" per class and a summary;
 exit status 1 if any class did not behave as expected.
 """
 
+import errno
 import os
 import struct
 import sys
@@ -40,7 +41,7 @@ from pyverbs.cmid import CMID, AddrInfo, ConnParam
 from pyverbs.cq import CQ
 from pyverbs.mr import MR
 from pyverbs.qp import QPCap, QPInitAttr
-from pyverbs.pyverbs_error import PyverbsError
+from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
 import pyverbs.cm_enums as ce
 import pyverbs.enums as e
 
@@ -106,19 +107,38 @@ def header(xid, vers=1, credits=32, proc=RDMA_MSG, reads=b"", writes=b"", reply=
 
 
 class Conn:
+    # How often a connect is tried when it meets EADDRINUSE. Over soft-iWARP
+    # the active side binds a kernel TCP socket to the port rdma_cm chose in
+    # its own port space (siw_cm.c kernel_bindconnect; siw sets
+    # IW_F_NO_PORT_MAP, so no port mapper reserves it): a TCP socket that
+    # already holds that port without SO_REUSEADDR, such as lockd's or
+    # mountd's listener on an ephemeral port, fails the bind. A fresh cm_id
+    # draws another port; each such retry prints a "note: connect" line.
+    CONNECT_TRIES = 3
+
     def __init__(self, server, port, recvs=RECVS, rnr_retry=7):
         """recvs: Receives posted before connecting. rnr_retry: how often
         the server's QP retries a Send that found no Receive (the REQ's
         RNR retry count is the passive side's; 7 is for ever)."""
-        self.cmid = CMID(creator=AddrInfo(dst=server, dst_service=str(port), port_space=ce.RDMA_PS_TCP))
-        self.cq = CQ(self.cmid.context, 2048, None, None, 0)
-        cap = QPCap(max_send_wr=512, max_recv_wr=RECVS, max_send_sge=1, max_recv_sge=1)
-        self.cmid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
-        self.recvs = []
-        self.sends = []
-        for _ in range(recvs):
-            self.post_recv()
-        self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=rnr_retry))
+        for attempt in range(1, self.CONNECT_TRIES + 1):
+            self.cmid = CMID(creator=AddrInfo(dst=server, dst_service=str(port),
+                                              port_space=ce.RDMA_PS_TCP))
+            self.cq = CQ(self.cmid.context, 2048, None, None, 0)
+            cap = QPCap(max_send_wr=512, max_recv_wr=RECVS, max_send_sge=1, max_recv_sge=1)
+            self.cmid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap))
+            self.recvs = []
+            self.sends = []
+            for _ in range(recvs):
+                self.post_recv()
+            try:
+                self.cmid.connect(ConnParam(resources=4, depth=4, retry=2, rnr_retry=rnr_retry))
+                break
+            except PyverbsRDMAError as err:
+                if err.error_code != errno.EADDRINUSE or attempt == self.CONNECT_TRIES:
+                    raise
+                print(f"note: connect try {attempt} met EADDRINUSE (the local port rdma_cm chose"
+                      " is held by another TCP socket), trying a fresh cm_id", flush=True)
+                self.cmid.close()
         self.keep = []          # MRs the server may RDMA into
         self.why = None         # why the connection was seen to close
 

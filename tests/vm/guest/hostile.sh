@@ -50,6 +50,7 @@ hostile_count() {
 	result "${1}_classes_failed" "$n_fail"
 	result "${1}_alive_only_on_retry" "$(grep -c 'server_alive=yes-on-retry' "$2" || true)"
 	result "${1}_classes_retried" "$(grep -c ' retried(' "$2" || true)"
+	result "${1}_connect_port_retries" "$(grep -c '^note: connect try' "$2" || true)"
 	grep ' retried(' "$2" | sed 's/^/    retried: /' || true
 	grep 'server_alive=yes-on-retry' "$2" | sed 's/^/    answered only on retry: /' || true
 	grep -E " FAIL$" "$2" | while read -r line; do fail "$(echo "$1" | tr _ " ") $flavour: $line"; done
