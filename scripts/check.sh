@@ -879,7 +879,7 @@ iommu)
 		phase failfunc do_failfunc || true
 		# Not skip_header_sync nor sync_after_post: behind an IOMMU
 		# nothing bounces, so a sync has nothing to copy.
-		phase dma-mutations do_dma_mutations unmap_in_flight leak_on_error unmap_wrong_len || true
+		phase dma-mutations do_dma_mutations unmap_in_flight leak_on_error leak_on_post_error unmap_wrong_len double_unmap || true
 	fi
 	;;
 iommu-teardown | iommu-conformance | iommu-hostile | iommu-faults | iommu-failfunc | iommu-dma-mutations)

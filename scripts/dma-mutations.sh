@@ -2,24 +2,30 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # dma-mutations.sh [--build-only] [MUTATION...]: proof that the DMA-mapped test mode
-# catches what it is for. For each MUTATION (default: skip_header_sync
-# leak_on_error unmap_in_flight; "all" for the five), the rust flavour is built with that
-# one deliberate DMA-API misuse (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and
-# run through tests/vm/guest/dma-mutant.sh in the DMA-mapped mode
-# (vm-run.sh -D). Each mutation must be caught the way it should be:
+# catches what it is for. For each MUTATION (default: all seven), the rust
+# flavour is built with that one deliberate DMA-API misuse
+# (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and run through
+# tests/vm/guest/dma-mutant.sh in the DMA-mapped mode (vm-run.sh -D). Each
+# mutation must be caught the way it should be, or the run FAILs:
 #   skip_header_sync  the header never synced for the device: the client
 #                     gets the bounce slot's stale bytes as reply headers
 #                     (its xprtrdma_reply_*_err events), and I/O fails
-#   leak_on_error     one payload mapping left mapped when an error path
+#   leak_on_error     one payload mapping left mapped when a mapping failure
 #                     releases the ctxt (dma_map faults injected, so the
 #                     build has RPCRDMA_RS_FAULT_INJECTION=y too): the
 #                     device's DMA mappings do not come back to their
 #                     number at start
+#   leak_on_post_error the same leak when ib_post_send fails (post faults
+#                     injected): only that error path forgets to unmap,
+#                     the others unmap as they should
 #   unmap_wrong_len   a payload fragment unmapped one byte short: DMA-API
 #                     debugging reports the size mismatch
-#   sync_after_post   the header synced after the post: caught only if the
-#                     device reads it before the late sync (reported, not
-#                     asserted: see Documentation/testing.rst)
+#   double_unmap      a payload fragment unmapped twice: DMA-API debugging
+#                     reports the second unmap of memory it has no mapping of
+#   sync_after_post   the header synced after the post: rxe sums a WQE's
+#                     data at the post and again at its first read, and
+#                     warns when they differ; or, when the device reads
+#                     before the late sync, the client gets stale headers
 #   unmap_in_flight   a reply's first payload fragment unmapped before its
 #                     Send is posted (and not at release): the device
 #                     reads through an address no longer mapped, which
@@ -34,8 +40,9 @@
 BUILD_ONLY=0
 [ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
-[ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(skip_header_sync leak_on_error unmap_in_flight)
-[ "${MUTATIONS[0]}" = all ] && MUTATIONS=(skip_header_sync leak_on_error unmap_wrong_len sync_after_post unmap_in_flight)
+ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight)
+[ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(all)
+[ "${MUTATIONS[0]}" = all ] && MUTATIONS=("${ALL[@]}")
 SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
 FAILS=0
 pass() { echo "PASS: $*"; }
@@ -44,7 +51,17 @@ value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
 
 for m in "${MUTATIONS[@]}"; do
 	args="RPCRDMA_RS_DMA_MUTATION=$m"
-	[ "$m" = leak_on_error ] && args="$args RPCRDMA_RS_FAULT_INJECTION=y"
+	# The faults that take a leaking mutant down its error path, set once
+	# the client has mounted: three in ten mappings of reply fragments fail,
+	# at random, so that some fail after others of the same reply were
+	# mapped (a fixed interval falls on the same fragment of every reply);
+	# or one post in five fails (each closes the connection, so few).
+	faults=-
+	case $m in
+	leak_on_error) faults=fail_dma_map=1,30,0,40 ;;
+	leak_on_post_error) faults=fail_post_first=1,20,0,6 ;;
+	esac
+	[ "$faults" = - ] || args="$args RPCRDMA_RS_FAULT_INJECTION=y"
 	dir=rust-mut-$m
 	if ! MODULE_MAKE_ARGS="$args" bash "$TOP/scripts/build-module.sh" rust "$dir" >/dev/null 2>&1; then
 		fail "dma mutation $m: the mutant does not build ($LOGS/module-$dir.log)"
@@ -52,7 +69,7 @@ for m in "${MUTATIONS[@]}"; do
 	fi
 	[ "$BUILD_ONLY" = 1 ] && continue
 	rc=0
-	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" dma-mutant "$dir" "$SECONDS_PER_RUN") || rc=$?
+	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" dma-mutant "$dir" "$SECONDS_PER_RUN" "$faults") || rc=$?
 	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then
 		fail "dma mutation $m: the run did not finish (status $rc, $run/console.log)"
 		continue
@@ -71,11 +88,19 @@ for m in "${MUTATIONS[@]}"; do
 		else
 			fail "dma mutation $m not caught: client_bad_replies=${bad:-?} $io ($run)"
 		fi ;;
-	leak_on_error)
+	leak_on_error | leak_on_post_error)
+		point=${faults%%=*}
+		injected=$(value "$run" "injected_$point")
 		if [ -n "$end" ] && [ "$end" -gt "${start:-0}" ] && grep -q '^FAIL: .*DMA mappings of rxe0' "$run/guest.log"; then
-			pass "dma mutation $m caught: $((end - start)) DMA mappings left after the server stopped ($(value "$run" injected_dma_map) dma_map faults injected)"
+			pass "dma mutation $m caught: $((end - start)) DMA mappings left after the server stopped (${injected:-?} $point faults injected)"
 		else
-			fail "dma mutation $m not caught: mappings ${start:-?} -> ${end:-?}, injected $(value "$run" injected_dma_map) ($run)"
+			fail "dma mutation $m not caught: mappings ${start:-?} -> ${end:-?}, ${injected:-?} $point faults injected ($run)"
+		fi ;;
+	double_unmap)
+		if grep -q 'DMA-API: .*has not allocated' "$run/console.log" && [ "${errors:-0}" -gt 0 ]; then
+			pass "dma mutation $m caught: DMA-API debugging reported the unmap of memory it had no mapping of ($errors errors)"
+		else
+			fail "dma mutation $m not caught: dma_api_errors=${errors:-?}, no report of an unmap without a mapping ($run/console.log)"
 		fi ;;
 	unmap_wrong_len)
 		if grep -q 'DMA-API: .*different size' "$run/console.log" && [ "${errors:-0}" -gt 0 ]; then
@@ -92,11 +117,15 @@ for m in "${MUTATIONS[@]}"; do
 			fail "dma mutation $m not caught: no refused access in the console, $io ($run)"
 		fi ;;
 	sync_after_post)
-		if [ "${bad:-0}" -gt 0 ] || [ "$(value "$run" data_ok)" = 0 ]; then
-			echo "    $m: caught (client_bad_replies=$bad, data_ok=$(value "$run" data_ok))"
+		# rxe's check (scripts/kernel-patches/0002, req_check_dma_sum).
+		if grep -q 'changed before the device read it' "$run/console.log"; then
+			pass "dma mutation $m caught: rxe found a posted WQE's data changed before its first read (client_bad_replies=${bad:-?})"
+		elif [ "${bad:-0}" -gt 0 ]; then
+			pass "dma mutation $m caught: the device read headers before the late sync, the client got $bad stale ones"
 		else
-			echo "    $m: not caught: the software device read every header after the late sync"
+			fail "dma mutation $m not caught: no changed-data warning, client_bad_replies=${bad:-?} $io ($run)"
 		fi ;;
+	*) fail "dma mutation $m: no verdict for it in this script" ;;
 	esac
 done
 [ "$FAILS" = 0 ]

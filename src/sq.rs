@@ -325,6 +325,13 @@ fn post_failed<'r>(rdma: &Rdma, failure: PostFailure<'r>) -> Result<(), (Error, 
     match failure {
         PostFailure::NotPosted { ret, ctxt } => {
             // Nothing was posted: the ctxt is still ours.
+            // Test build: its last payload mapping is forgotten, never undone.
+            #[cfg(rpcrdma_dma_mutation = "leak_on_post_error")]
+            let ctxt = {
+                let mut ctxt = ctxt;
+                ctxt.forget_last_payload_sge();
+                ctxt
+            };
             post_send_err(rdma, ctxt.cid(), true, ctxt.sqecount(), ret);
             Err((ENOTCONN, ctxt))
         }

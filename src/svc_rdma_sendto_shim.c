@@ -329,6 +329,12 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 		if (i == 0)
 			continue;
 #endif
+#ifdef RPCRDMA_RS_MUTATE_double_unmap
+		/* Test build: the first payload fragment unmapped twice. */
+		if (i == 0)
+			ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
+					  DMA_TO_DEVICE);
+#endif
 #ifdef RPCRDMA_RS_MUTATE_unmap_wrong_len
 		/* Test build: the first payload fragment unmapped one byte short. */
 		if (i == 0 && sges[i].length > 1) {

@@ -113,18 +113,21 @@ impl RecvCtxt {
     /// list is used up.
     pub(crate) fn next_result_payload_chunk(&mut self) -> Option<&mut Chunk> {
         let p = self.as_ptr();
-        // SAFETY: the cursor is null or a chunk of the Write list (set by
-        // the Receive path and moved only here), which is ours (type
-        // invariant); the successor is read before the chunk is lent out.
-        unsafe {
-            let chunk = (*p).rc_cur_result_payload;
-            if chunk.is_null() {
-                return None;
-            }
-            let write = Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl));
-            (*p).rc_cur_result_payload = write.next_raw(chunk);
-            Some(&mut *chunk.cast::<Chunk>())
+        // SAFETY: a field of the ctxt we borrow mutably: null or a chunk of
+        // its Write list (set by the Receive path, moved only here).
+        let chunk = unsafe { (*p).rc_cur_result_payload };
+        if chunk.is_null() {
+            return None;
         }
+        // SAFETY: the ctxt's Write list, ours (type invariant), reached
+        // from the raw pointer we borrow mutably.
+        let write = unsafe { Pcl::from_raw(addr_of_mut!((*p).rc_write_pcl)) };
+        // SAFETY: `chunk` is on that list; its successor is read before the
+        // chunk is lent out, into a field of the ctxt we borrow mutably.
+        unsafe { (*p).rc_cur_result_payload = write.next_raw(chunk) };
+        // SAFETY: a chunk of the Write list, ours, lent for as long as the
+        // ctxt is borrowed; the cursor has moved past it.
+        Some(unsafe { &mut *chunk.cast::<Chunk>() })
     }
 }
 
@@ -176,15 +179,15 @@ impl Pcl {
     ///
     /// `chunk` is on this list.
     unsafe fn next_raw(&self, chunk: *mut sys::svc_rdma_chunk) -> *mut sys::svc_rdma_chunk {
-        // SAFETY: `chunk` is on this list (`# Safety`), so its successor is
-        // the head or another chunk's `ch_list`.
-        unsafe {
-            let next = (*chunk).ch_list.next;
-            if core::ptr::eq(next, addr_of_mut!((*self.0.get()).cl_chunks)) {
-                return core::ptr::null_mut();
-            }
-            kernel::container_of!(next, sys::svc_rdma_chunk, ch_list)
+        // SAFETY: `chunk` is on this list (`# Safety`), so it is live.
+        let next = unsafe { (*chunk).ch_list.next };
+        // SAFETY: the place of this list's head, which is live.
+        if core::ptr::eq(next, unsafe { addr_of_mut!((*self.0.get()).cl_chunks) }) {
+            return core::ptr::null_mut();
         }
+        // SAFETY: a successor other than the head is another chunk's
+        // `ch_list`.
+        unsafe { kernel::container_of!(next, sys::svc_rdma_chunk, ch_list) }
     }
 
     /// The Write chunks as the encoders see them.

@@ -88,17 +88,20 @@ impl Rqst {
     /// into these slots, so no [`XdrBuf`] of [`Self::res`] may be alive.
     pub(crate) fn take_reply_pages(&mut self, slots: &mut [*mut sys::page]) -> Option<usize> {
         let r = self.as_ptr();
-        // SAFETY: `rq_respages..rq_next_page` are the reply's page slots in
-        // the request's page array (type invariant), ours to change.
-        unsafe {
-            let respages = (*r).rq_respages;
-            let n = usize::try_from((*r).rq_next_page.offset_from(respages)).ok()?;
-            let from = core::slice::from_raw_parts_mut(respages, n);
-            let to = slots.get_mut(..n)?;
-            for (slot, page) in to.iter_mut().zip(from.iter_mut()) {
-                *slot = core::mem::replace(page, core::ptr::null_mut());
-            }
-            Some(n)
+        // SAFETY: a field of the live request we borrow mutably.
+        let respages = unsafe { (*r).rq_respages };
+        // SAFETY: a field of the same request, borrowed mutably; the
+        // distance is taken between two slots of its page array (type
+        // invariant: `rq_respages <= rq_next_page`, both in the array).
+        let n = usize::try_from(unsafe { (*r).rq_next_page.offset_from(respages) }).ok()?;
+        let to = slots.get_mut(..n)?;
+        // SAFETY: `rq_respages..rq_next_page` are the reply's `n` page
+        // slots in the request's page array (type invariant), ours to
+        // change while we borrow the request mutably (no `XdrBuf` alive).
+        let from = unsafe { core::slice::from_raw_parts_mut(respages, n) };
+        for (slot, page) in to.iter_mut().zip(from.iter_mut()) {
+            *slot = core::mem::replace(page, core::ptr::null_mut());
         }
+        Some(n)
     }
 }

@@ -181,9 +181,10 @@ impl Fragment<'_> {
     /// as long; returns false, copying nothing, when it is not.
     ///
     /// Reply pages can be page-cache pages that a local writer changes
-    /// while the reply is built, so the source is read through a raw copy,
-    /// never as a `&[u8]` that would assert it cannot change; the copy
-    /// holds some mix of old and new bytes, as C's `memcpy` would.
+    /// while the reply is built, so the source is read by C's `memcpy`
+    /// ([`copy_racy`]), never as a `&[u8]` or by a Rust read, which would
+    /// assert it cannot change; the copy holds some mix of old and new
+    /// bytes, as C's would.
     pub(crate) fn copy_to(&self, to: &mut [u8]) -> bool {
         let len = usize::from_safe_cast(self.len);
         let Some(to) = to.get_mut(..len) else {
@@ -200,9 +201,24 @@ impl Fragment<'_> {
             },
         };
         // SAFETY: `src` is `len` readable bytes of the buffer (type
-        // invariant); `to` is `len` bytes of the caller's, which a borrowed
-        // reply cannot overlap.
-        unsafe { core::ptr::copy_nonoverlapping(src, to.as_mut_ptr(), len) };
+        // invariant), which `to`, a borrow of the caller's, cannot overlap.
+        unsafe { copy_racy(src, to) };
         true
     }
+}
+
+/// Copies `to.len()` bytes from `src` into `to` with the kernel's C
+/// `memcpy`, for memory that another CPU may write meanwhile. The access is
+/// then C's, a plain one under the kernel memory model, where such a race
+/// is tolerated and yields some mix of old and new bytes; the same race
+/// through a Rust read (`copy_nonoverlapping`, `Page::read_raw`) would be
+/// undefined behaviour. The code is the same: both are a call of `memcpy`.
+///
+/// # Safety
+///
+/// `src` is valid for reads of `to.len()` bytes and does not overlap `to`.
+unsafe fn copy_racy(src: *const u8, to: &mut [u8]) {
+    // SAFETY: `src` is readable for `to.len()` bytes and apart from `to`
+    // (`# Safety`); `to` is writable for its length, borrowed exclusively.
+    unsafe { kernel::bindings::memcpy(to.as_mut_ptr().cast(), src.cast(), to.len()) };
 }

@@ -153,19 +153,30 @@ pub(super) unsafe fn listed_ctxts() -> impl Iterator<Item = (*mut sys::svc_rdma_
         if link == head {
             return None;
         }
-        // SAFETY: under the lock every entry is the link of a live ctxt's
-        // ledger (listed at allocation, unlisted before free), at the
-        // ledger's start; the successor is read before the caller may
-        // unlist the entry.
-        unsafe {
-            let l = kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link);
-            link = (*link).next;
-            Some((
-                ctxt_of_ledger(l),
-                core::ptr::read_volatile((*l).state.get()),
-            ))
-        }
+        // SAFETY: under the lock every entry is the `link` of a live ctxt's
+        // ledger (listed at allocation, unlisted before free).
+        let l =
+            unsafe { kernel::container_of!(link.cast::<Opaque<sys::list_head>>(), Ledger, link) };
+        // SAFETY: the entry is listed, so its successor is too; read
+        // before the caller may unlist the entry.
+        link = unsafe { (*link).next };
+        let c = ctxt_of_ledger(l);
+        // SAFETY: the ledger's state word, read as `READ_ONCE`: its holder
+        // may be writing it (`WRITE_ONCE`).
+        let state = unsafe { core::ptr::read_volatile((*l).state.get()) };
+        Some((c, state))
     })
+}
+
+/// The transport a listed ctxt belongs to.
+///
+/// # Safety
+///
+/// `c` is a live ctxt, listed: its `sc_rdma` was set before it was listed
+/// and never changes.
+unsafe fn transport_of(c: *mut sys::svc_rdma_send_ctxt) -> *mut sys::svcxprt_rdma {
+    // SAFETY: a field of a live ctxt that nobody writes any more (`# Safety`).
+    unsafe { (*c).sc_rdma }
 }
 
 /// Takes the ctxts of the transport whose QP `gone` proves destroyed that
@@ -180,22 +191,21 @@ pub(crate) fn take_unreturned<'a>(
     let rdma = gone.rdma().as_ptr();
     let mut taken = CtxtChain::new();
     let _guard = all_ctxts_lock().lock();
-    // SAFETY: we hold the lock and unlist nothing. `sc_rdma` is set before
-    // a ctxt is listed and never changes. A posted ctxt belongs to its
-    // completion, which `gone` proves can no longer run, and a parked one
-    // to its ledger alone: either may become ours.
-    unsafe {
-        for (c, state) in listed_ctxts() {
-            let Some(state) = CtxtState::from_repr(state) else {
-                continue;
-            };
-            if (*c).sc_rdma != rdma || state == CtxtState::Free {
-                continue;
-            }
-            seen(state);
-            if may_be_unreturned(state as i32) {
-                taken.push(Ctxt(NonNull::new_unchecked(c), PhantomData));
-            }
+    // SAFETY: we hold the lock and unlist nothing.
+    for (c, state) in unsafe { listed_ctxts() } {
+        let Some(state) = CtxtState::from_repr(state) else {
+            continue;
+        };
+        // SAFETY: `c` is listed, so live, while we hold the lock.
+        if unsafe { transport_of(c) } != rdma || state == CtxtState::Free {
+            continue;
+        }
+        seen(state);
+        if may_be_unreturned(state as i32) {
+            // SAFETY: a listed ctxt is not NULL. A posted ctxt belongs to
+            // its completion, which `gone` proves can no longer run, and a
+            // parked one to its ledger alone: either may become ours.
+            taken.push(Ctxt(unsafe { NonNull::new_unchecked(c) }, PhantomData));
         }
     }
     // INVARIANT: nothing of a taken ctxt can be in flight (`gone`).
@@ -249,49 +259,69 @@ pub(crate) fn release_unreturned_chunk_io(drained: &Drained<'_>) -> HeldAtTeardo
     // then left (`Rdma` invariant; a second call after the destroy).
     let qp_live = !drained.rdma().qp().is_null();
     let _guard = all_ctxts_lock().lock();
-    // `svc_rdma_cc_release` may run under this lock: it is atomic (unmaps,
-    // returns MRs under the QP's irq-safe lock, lists R/W contexts for reuse).
-    // SAFETY: lock held, nothing unlisted; the ctxts of `rdma` in these
-    // states belong to no thread (a queued one to the drainer, which at
-    // teardown is our caller) and their completions leave these lists
-    // alone (the function's docs); each write info on `sc_write_info_list`
-    // lives until its ctxt's release.
-    unsafe {
-        for (c, state) in listed_ctxts() {
-            if (*c).sc_rdma != r {
-                continue;
-            }
-            if may_be_unreturned(state) {
-                found.outstanding = found.outstanding.saturating_add(1);
-            } else if state == CtxtState::Queued as i32 {
-                found.completed_late = found.completed_late.saturating_add(1);
-            } else {
-                continue;
-            }
-            if !qp_live {
-                continue;
-            }
-            let head = addr_of_mut!((*c).sc_write_info_list);
-            let mut link = (*head).next;
-            while link != head {
-                let info = kernel::container_of!(link, sys::svc_rdma_write_info, wi_list);
-                sys::svc_rdma_cc_release(
-                    r,
-                    addr_of_mut!((*info).wi_cc),
-                    sys::dma_data_direction::DMA_TO_DEVICE,
-                );
-                link = (*link).next;
-            }
-            if (*c).sc_reply_info.wi_cc.cc_sqecount != 0 {
-                sys::svc_rdma_cc_release(
-                    r,
-                    addr_of_mut!((*c).sc_reply_info.wi_cc),
-                    sys::dma_data_direction::DMA_TO_DEVICE,
-                );
-            }
+    // SAFETY: lock held, nothing unlisted.
+    for (c, state) in unsafe { listed_ctxts() } {
+        // SAFETY: `c` is listed, so live, while we hold the lock.
+        if unsafe { transport_of(c) } != r {
+            continue;
+        }
+        if may_be_unreturned(state) {
+            found.outstanding = found.outstanding.saturating_add(1);
+        } else if state == CtxtState::Queued as i32 {
+            found.completed_late = found.completed_late.saturating_add(1);
+        } else {
+            continue;
+        }
+        if qp_live {
+            // SAFETY: a live ctxt of `r` in one of these states belongs to
+            // no thread (a queued one to the drainer, which at teardown is
+            // our caller), its completions leave its chunk lists alone
+            // (the function's docs), and `r`'s QP lives.
+            unsafe { release_chunk_rw_ctxts(r, c) };
         }
     }
     found
+}
+
+/// Undoes the R/W contexts of a ctxt's Write chunks and Reply chunk
+/// (`svc_rdma_cc_release`, which empties what it undoes, so a second
+/// release finds nothing). Atomic: it unmaps, returns MRs under the QP's
+/// irq-safe lock and lists the R/W contexts for reuse.
+///
+/// # Safety
+///
+/// `c` is a live ctxt of the transport `r`, whose chunk lists nobody else
+/// uses meanwhile, and `r`'s QP is not destroyed.
+unsafe fn release_chunk_rw_ctxts(r: *mut sys::svcxprt_rdma, c: *mut sys::svc_rdma_send_ctxt) {
+    // SAFETY: `c` is live (`# Safety`): the place of one of its fields.
+    let head = unsafe { addr_of_mut!((*c).sc_write_info_list) };
+    // SAFETY: the ctxt's list of Write chunk infos, initialised at its
+    // allocation, ours meanwhile (`# Safety`).
+    let mut link = unsafe { (*head).next };
+    while link != head {
+        // SAFETY: each entry is the `wi_list` of a write info that lives
+        // until the ctxt's release.
+        let info = unsafe { kernel::container_of!(link, sys::svc_rdma_write_info, wi_list) };
+        // SAFETY: the info's chunk context, on `r`, whose QP lives
+        // (`# Safety`); the release leaves the info listed.
+        unsafe {
+            sys::svc_rdma_cc_release(
+                r,
+                addr_of_mut!((*info).wi_cc),
+                sys::dma_data_direction::DMA_TO_DEVICE,
+            )
+        };
+        // SAFETY: the entry is still listed, so its successor is too.
+        link = unsafe { (*link).next };
+    }
+    // SAFETY: the ctxt's Reply chunk context, ours meanwhile (`# Safety`).
+    let reply_cc = unsafe { addr_of_mut!((*c).sc_reply_info.wi_cc) };
+    // SAFETY: `reply_cc` is live; its SQE count is 0 unless the Reply
+    // chunk's Writes were built.
+    if unsafe { (*reply_cc).cc_sqecount } != 0 {
+        // SAFETY: a chunk context on `r`, whose QP lives (`# Safety`).
+        unsafe { sys::svc_rdma_cc_release(r, reply_cc, sys::dma_data_direction::DMA_TO_DEVICE) };
+    }
 }
 
 /// At transport teardown, when its Send CQ could not be shown quiescent:
@@ -303,13 +333,13 @@ pub(crate) fn abandon_unreturned(drained: &Drained<'_>) -> u32 {
     let mut n = 0u32;
     let _guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock, and unlist only a ctxt already yielded.
-    // Only its ledger link is written, which no completion touches.
-    unsafe {
-        for (c, state) in listed_ctxts() {
-            if (*c).sc_rdma == rdma.as_ptr() && may_be_unreturned(state) {
-                sys::rs_list_del((*ledger_ptr(c)).link.get());
-                n = n.saturating_add(1);
-            }
+    for (c, state) in unsafe { listed_ctxts() } {
+        // SAFETY: `c` is listed, so live, while we hold the lock.
+        if unsafe { transport_of(c) } == rdma.as_ptr() && may_be_unreturned(state) {
+            // SAFETY: its ledger's link, on the list whose lock we hold and
+            // already passed by the walk; no completion touches the link.
+            unsafe { sys::rs_list_del((*ledger_ptr(c)).link.get()) };
+            n = n.saturating_add(1);
         }
     }
     n
@@ -340,20 +370,21 @@ pub(crate) fn census() -> Census {
     // `set_page_count`) rather than `atomic_store`, which is a call to a C
     // helper on kernels built with GCC (no `CONFIG_RUST_INLINE_HELPERS`, as
     // Debian's), on the per-reply path.
-    // SAFETY: we hold the lock and unlist nothing, so each listed ctxt is
-    // live; its counts, which their holder may be changing, are read with
-    // `atomic_load` (`READ_ONCE`) and written with marked stores only: no
-    // data race in the LKMM, no torn or invented value.
-    unsafe {
-        for (c, _) in listed_ctxts() {
-            let pages = atomic_load(addr_of_mut!((*c).sc_page_count), Relaxed);
-            let sges = atomic_load(addr_of_mut!((*c).sc_send_wr.num_sge), Relaxed);
-            n.ctxts = n.ctxts.saturating_add(1);
-            n.pages = n.pages.saturating_add(i64::from(pages.max(0)));
-            n.sges = n
-                .sges
-                .saturating_add(i64::from(sges.saturating_sub(1).max(0)));
-        }
+    // SAFETY: we hold the lock and unlist nothing.
+    for (c, _) in unsafe { listed_ctxts() } {
+        // The counts, which their holder may be changing, are read with
+        // `atomic_load` (`READ_ONCE`) and written with marked stores only:
+        // no data race in the LKMM, no torn or invented value.
+        // SAFETY: `c` is listed, so live, while we hold the lock.
+        let pages = unsafe { atomic_load(addr_of_mut!((*c).sc_page_count), Relaxed) };
+        // SAFETY: `c` is still live under the lock, and its holder writes
+        // `num_sge` with marked stores only (`set_num_sge`).
+        let sges = unsafe { atomic_load(addr_of_mut!((*c).sc_send_wr.num_sge), Relaxed) };
+        n.ctxts = n.ctxts.saturating_add(1);
+        n.pages = n.pages.saturating_add(i64::from(pages.max(0)));
+        n.sges = n
+            .sges
+            .saturating_add(i64::from(sges.saturating_sub(1).max(0)));
     }
     n
 }

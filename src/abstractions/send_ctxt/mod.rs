@@ -157,7 +157,8 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 pub(crate) struct Ctxt<'r>(NonNull<sys::svc_rdma_send_ctxt>, PhantomData<&'r Rdma>);
 
 // SAFETY: a `Ctxt` is an exclusive handle to kernel memory that any thread
-// may use (completions run on another CPU than the poster).
+// may use (completions run on another CPU than the poster); the `&Rdma` it
+// borrows may go along, `Rdma` being `Sync`.
 unsafe impl Send for Ctxt<'_> {}
 
 impl<'r> Ctxt<'r> {
@@ -462,10 +463,10 @@ impl<'r> Ctxt<'r> {
         unsafe { core::ptr::write_volatile(addr_of_mut!((*c).sc_page_count), n) };
     }
 
-    /// Test builds (`RPCRDMA_RS_DMA_MUTATION=leak_on_error`) only: drops
-    /// the last payload SGE from `num_sge`, so that its mapping is never
-    /// undone: the leak the DMA-mapped test mode must catch.
-    #[cfg(rpcrdma_dma_mutation = "leak_on_error")]
+    /// Test builds (mutations `leak_on_error`, `leak_on_post_error`) only:
+    /// drops the last payload SGE from `num_sge`, so that its mapping is
+    /// never undone: the leak the DMA-mapped test mode must catch.
+    #[cfg(rpcrdma_leak_mutation)]
     pub(crate) fn forget_last_payload_sge(&mut self) {
         let n = self.raw().sc_send_wr.num_sge;
         if n > 1 {
@@ -918,13 +919,12 @@ impl<'r> IdleCtxt<'r> {
                 .unmap_page(sge0, u32::try_from(l.2.size()).unwrap_or(0))
         };
         let c = ctxt.as_ptr();
+        // SAFETY: the ctxt was listed at its allocation and is ours.
+        unsafe { ledger_unlist(c) };
         // SAFETY: the ctxt was allocated by `alloc` with these layouts
-        // (what it recorded then) and listed; it is ours, unmapped now, and
+        // (what it recorded then); it is ours, unmapped, unlisted now, and
         // its memory is not used again.
-        unsafe {
-            ledger_unlist(c);
-            free_memory(c, &l);
-        }
+        unsafe { free_memory(c, &l) };
     }
 }
 

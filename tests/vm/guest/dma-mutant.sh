@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# dma-mutant.sh MODULE_DIR SECONDS: a short NFSv3 workload over soft-RoCE in
+# dma-mutant.sh MODULE_DIR SECONDS [FAULT]: a short NFSv3 workload over soft-RoCE in
 # the DMA-mapped mode (scripts/vm-run.sh -D) against the rpcrdma.ko of
 # build*/MODULE_DIR, a build with one deliberate DMA-API misuse
 # (RPCRDMA_RS_DMA_MUTATION, scripts/dma-mutations.sh), to record what the
@@ -9,8 +9,9 @@
 # timeouts, every step under a timeout) so that a mutant that breaks the
 # replies ends instead of hanging: checksummed writes and reads of a file
 # whose replies carry payload pages (small direct reads answered inline
-# with mapped pages, and a 1 MiB file), for SECONDS, then teardown. In a
-# build with fault injection, mappings of reply pages fail meanwhile.
+# with mapped pages, and a 1 MiB file), for SECONDS, then teardown. FAULT
+# (POINT=SPEC, in a build with fault injection; "-" for none) is set once
+# the client has mounted: /sys/module/rpcrdma/parameters/POINT.
 #
 # It records, for the host to judge (the outcome each mutation must have is
 # the host's, not this script's): mount_ok, io_ok, data_ok, the client's
@@ -19,7 +20,7 @@
 # their FAIL lines are the evidence.
 . /work/tests/vm/guest/lib.sh
 
-dir=$1 seconds=$2
+dir=$1 seconds=$2 fault=${3:--}
 rs_module_dir=$dir load_rpcrdma rust || exit 1
 setup_fabric
 start_nfsd
@@ -31,17 +32,17 @@ bad="xprtrdma_reply_vers_err xprtrdma_reply_rqst_err xprtrdma_reply_short_err xp
 # shellcheck disable=SC2046 # one event per word
 trace_start $(for e in $bad; do echo "rpcrdma:$e"; done) rpcrdma:svcrdma_dma_map_page rpcrdma:svcrdma_post_send
 
-# A build with fault injection (the leak_on_error mutant, whose misuse is
-# on an error path): three in ten mappings of reply fragments fail, at
-# random, so that some fail after others of the same reply were mapped
-# (a fixed interval falls on the same fragment of every reply), 40 times.
 P=/sys/module/rpcrdma/parameters
-[ -w $P/fail_dma_map ] && echo "1,30,0,40" >$P/fail_dma_map
+point=${fault%%=*}
 
 mount_ok=0 io_ok=1 data_ok=1
 MOUNT_OPTS=soft,timeo=50,retrans=2
 if timeout 120 sh -c ". /work/tests/vm/guest/lib.sh; MOUNT_OPTS=$MOUNT_OPTS mount_rdma 3 /mnt/m"; then
 	mount_ok=1
+	# A leaking mutant's error path (scripts/dma-mutations.sh says which).
+	if [ "$fault" != - ]; then
+		echo "${fault#*=}" >"$P/$point" || fail "dma mutant: cannot set $P/$point"
+	fi
 	end=$(($(date +%s) + seconds))
 	while [ "$(date +%s)" -lt $end ]; do
 		for sz in 1000 2000 3000; do
@@ -71,7 +72,7 @@ done
 result client_bad_replies "$n_bad"
 result server_dma_map_page "$(trace_count svcrdma_dma_map_page)"
 result server_post_send "$(trace_count svcrdma_post_send)"
-[ -r $P/fail_dma_map ] && result injected_dma_map "$(cat $P/fail_dma_map)"
+[ "$fault" = - ] || result "injected_$point" "$(cat "$P/$point")"
 result mount_ok $mount_ok
 result io_ok $io_ok
 result data_ok $data_ok
