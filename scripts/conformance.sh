@@ -92,6 +92,11 @@ check_flavour() {
 			n=$(value "$s" "$p.$ev")
 			[ "${n:-0}" = 0 ] || fail "conformance $f $FABRIC $p: $ev = $n, expected 0 ($s/summary)"
 		done
+		# The error events' trace lines of the phase (ctl.py), if any.
+		if [ -s "$s/errors-$p.txt" ]; then
+			echo "    $p: error events (first $(wc -l <"$s/errors-$p.txt") lines, $s/errors-$p.txt):"
+			head -n 4 "$s/errors-$p.txt" | sed 's/^ */      /'
+		fi
 	done
 
 	# Data: every client result against the server's generated truth.

@@ -21,7 +21,10 @@
 #     (trixie-backports) and of trixie's 6.12 are skipped by dkms.conf's
 #     BUILD_EXCLUSIVE_*, the package's header_postinst.d hook says why in
 #     one line, and apt succeeds. Then the package's autopkgtest
-#     (debian/tests) on all four.
+#     (debian/tests) on all four. Then another RDMA stack (4b): a stand-in
+#     for MLNX_OFED's module package, an ib_core in updates/, installed
+#     after ours takes ours out of the kernel (the package's trigger), DKMS
+#     skips the kernel while it is there, and its removal puts ours back.
 #  5. VMs booting Debian's unmodified vmlinuz: the modules tree as DKMS left
 #     it, where plain `modprobe rpcrdma` loads ours and runs the e2e smoke
 #     (NFSv3 and v4.1 checksummed copy, verifying fio); Debian's own
@@ -109,9 +112,11 @@ to_baseline() {
 	# dpkg, not apt: after a purge apt no longer knows the local package;
 	# then whatever an interrupted run left unconfigured. sudo (dkms
 	# recommends it) refuses removal unless told.
-	step baseline sh -c "dpkg --purge $PKG && dpkg --configure -a &&
-		apt-get purge -y $(extra_headers | paste -sd' ') &&
-		SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
+	# The extra headers are listed once that is done: an interrupted run
+	# can leave some half-configured, which only --configure -a completes.
+	step baseline sh -c "dpkg --purge $PKG mlnx-ofed-kernel-modules && dpkg --configure -a" &&
+		step baseline-headers sh -c "apt-get purge -y $(extra_headers | paste -sd' ') &&
+			SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
 
 # 5. (defined here, run below or on its own) Debian's kernel in VMs:
@@ -329,8 +334,8 @@ lap build+lintian
 
 # 2. apt install ./rpcrdma-rs-dkms_*.deb, from the environment as made.
 if ! to_baseline; then
-	tail -n 10 "$LOGS/debian-baseline.log" | sed 's/^/    /'
-	fail "cannot return the environment $R to its baseline ($LOGS/debian-baseline.log)"
+	tail -n 10 "$LOGS/debian-baseline.log" "$LOGS/debian-baseline-headers.log" 2>/dev/null | sed 's/^/    /'
+	fail "cannot return the environment $R to its baseline ($LOGS/debian-baseline.log, $LOGS/debian-baseline-headers.log)"
 	exit 1
 fi
 # shellcheck disable=SC2086
@@ -530,6 +535,58 @@ fi
 # shellcheck disable=SC2046
 step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
 lap autopkgtest
+
+# 4b. Another RDMA stack (NVIDIA MLNX_OFED/DOCA-OFED), as a stand-in: a
+# package with MOFED's binary-modules name whose ib_core.ko (a copy of the
+# kernel's) goes into updates/ of this kernel, where modprobe prefers it.
+# Installed after ours, its arrival must take our rpcrdma.ko out of that
+# kernel and drop its build (the package's trigger); DKMS must skip the
+# kernel while it is there (dkms.conf), at boot too; its removal must build
+# and put ours back. apt never fails.
+other_stack() {
+	local ib pkgdir=/root/mofed-stand-in
+	ib=$(chr modinfo -k "$KREL" -n ib_core 2>/dev/null | sed 's,^/lib/,/usr/lib/,')
+	chr sh -c "rm -rf $pkgdir && mkdir -p $pkgdir/DEBIAN $pkgdir/usr/lib/modules/$KREL/updates &&
+		cp '$ib' $pkgdir/usr/lib/modules/$KREL/updates/ &&
+		printf '%s\n' 'Package: mlnx-ofed-kernel-modules' 'Version: 99.0-stand-in' 'Architecture: amd64' \
+			'Maintainer: rpcrdma-rs tests <tests@invalid>' 'Description: stand-in for MLNX_OFED kernel modules (test only)' \
+			>$pkgdir/DEBIAN/control &&
+		printf '#!/bin/sh\ndepmod -a $KREL\n' >$pkgdir/DEBIAN/postinst &&
+		printf '#!/bin/sh\ndepmod -a $KREL\n' >$pkgdir/DEBIAN/postrm &&
+		chmod 755 $pkgdir/DEBIAN/postinst $pkgdir/DEBIAN/postrm &&
+		dpkg-deb -b $pkgdir /root/mofed-stand-in.deb" >"$LOGS/debian-other-stack-build.log" 2>&1 ||
+		{ fail "another RDMA stack: the stand-in package does not build ($LOGS/debian-other-stack-build.log)"; return; }
+	local rc=0 k said
+	step other-stack-install $APT install /root/mofed-stand-in.deb || rc=$?
+	k=$(modfile "$KREL")
+	said=$(grep -m1 "^rpcrdma-rs-dkms: took our rpcrdma.ko out of $KREL: " "$LOGS/debian-other-stack-install.log" || true)
+	if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -n "$said" ] &&
+		chr sh -c "ls /lib/modules/$KSUP/updates/dkms/rpcrdma.ko*" >/dev/null 2>&1; then
+		pass "another RDMA stack installed after ours (stand-in mlnx-ofed-kernel-modules, ib_core in updates/): apt exit 0; our rpcrdma.ko taken out of $KREL, modinfo -n rpcrdma is Debian's ($k), $KSUP keeps ours; it said: '$said'"
+	else
+		fail "another RDMA stack installed after ours: apt exit $rc; modinfo -n rpcrdma is '$k', no or another message ('$said') ($LOGS/debian-other-stack-install.log)"
+	fi
+	rc=0
+	step other-stack-autoinstall dkms autoinstall -k "$KREL" || rc=$?
+	k=$(modfile "$KREL")
+	if [ "$rc" = 0 ] && grep -q "^Autoinstall on $KREL was skipped for module(s) rpcrdma-rs" "$LOGS/debian-other-stack-autoinstall.log" &&
+		[[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]]; then
+		pass "another RDMA stack present: dkms autoinstall -k $KREL (as at boot) exits 0 and skips ours (dkms.conf); modinfo -n rpcrdma stays Debian's"
+	else
+		fail "another RDMA stack present: dkms autoinstall -k $KREL: exit $rc, modinfo -n rpcrdma '$k' ($LOGS/debian-other-stack-autoinstall.log)"
+	fi
+	rc=0
+	step other-stack-remove $APT remove mlnx-ofed-kernel-modules || rc=$?
+	k=$(modfile "$KREL")
+	said=$(grep -m1 "^rpcrdma-rs-dkms: put our rpcrdma.ko back into $KREL" "$LOGS/debian-other-stack-remove.log" || true)
+	if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/updates/dkms/rpcrdma.ko"* ]] && [ -n "$said" ]; then
+		pass "the other RDMA stack removed: apt exit 0; ours is back in $KREL ($k); it said: '$said'"
+	else
+		fail "the other RDMA stack removed: apt exit $rc; modinfo -n rpcrdma is '$k' ('$said') ($LOGS/debian-other-stack-remove.log)"
+	fi
+}
+other_stack
+lap other-rdma-stack
 # 6. Remove, reinstall, purge (the VMs run on their own copy of the tree).
 rc=0
 step apt-remove $APT remove "$PKG" || rc=$?
@@ -553,7 +610,7 @@ rc=0
 step apt-purge $APT remove --purge "$PKG" || rc=$?
 k=$(modfile "$KREL")
 left=$(cd "$R" && ls -d var/cache/rpcrdma-rs var/lib/dkms/rpcrdma-rs "usr/src/rpcrdma-rs-$ver" \
-	etc/kernel/header_postinst.d/rpcrdma-rs-dkms \
+	etc/kernel/header_postinst.d/rpcrdma-rs-dkms var/lib/rpcrdma-rs-dkms \
 	usr/lib/modules/*/updates/dkms/rpcrdma.ko* 2>/dev/null | paste -sd' ' || true)
 if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$left" ] &&
 	[ -z "$(chr dpkg-query -W -f '${Status}' "$PKG" 2>/dev/null | grep -v not-installed)" ]; then

@@ -33,6 +33,7 @@ shipped() {
 	{
 		awk 'NF { print $1 }' "$TOP/debian/rpcrdma-rs-dkms.install"
 		printf '%s\n' dkms.conf debian/control debian/rules debian/rpcrdma-rs-dkms.postrm \
+			debian/rpcrdma-rs-dkms.postinst debian/rpcrdma-rs-dkms.triggers \
 			debian/rpcrdma-rs-dkms.dkms debian/rpcrdma-rs-dkms.install debian/source/format
 	} | while read -r p; do
 		[ -e "$TOP/$p" ] || die "shipped path $p does not exist"

@@ -88,15 +88,25 @@ def overruns():
 EVENT_NAME = re.compile(r"\d+\.\d+: (\w+):")
 
 
+# Events that say something went wrong on a connection: their trace lines
+# (status, QP event) are kept per phase, so that a phase that counts one
+# can be diagnosed afterwards (errors-PHASE.txt beside the summary).
+ERROR_EVENT = re.compile(r"_err$|^svcrdma_qp_error$")
+
+
 def count_events():
-    """How often each event occurs in the trace buffer."""
+    """How often each event occurs in the trace buffer, and the first 20
+    lines of error events."""
     counts = collections.Counter()
+    errors = []
     with open(f"{TRACING}/trace", errors="replace") as f:
         for line in f:
             m = EVENT_NAME.search(line)
             if m and not line.startswith("#"):
                 counts[m.group(1)] += 1
-    return counts
+                if ERROR_EVENT.search(m.group(1)) and len(errors) < 20:
+                    errors.append(line)
+    return counts, errors
 
 
 def serve(summary, phases_csv, events):
@@ -136,7 +146,10 @@ def serve(summary, phases_csv, events):
                 elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
                     t1 = time.time()
                     name = words[1]
-                    counts = count_events()
+                    counts, errors = count_events()
+                    if errors:
+                        with open(os.path.join(os.path.dirname(summary), f"errors-{name}.txt"), "w") as out:
+                            out.write("".join(errors))
                     lines = [f"{name}.{e}={counts[e]}" for e in events]
                     # Which Send-path events fired at all: the tracepoint parity
                     # of the flavours is checked on these.
