@@ -55,11 +55,14 @@ for m in "${MUTATIONS[@]}"; do
 	# the client has mounted: three in ten mappings of reply fragments fail,
 	# at random, so that some fail after others of the same reply were
 	# mapped (a fixed interval falls on the same fragment of every reply);
-	# or one post in five fails (each closes the connection, so few).
+	# or the posts of the first three replies whose Send carries mapped
+	# payload fail (each closes the connection, so few; a reply without
+	# payload has nothing to leak, and a random fifth of all posts, six
+	# times, once hit none: 2026-12-05).
 	faults=-
 	case $m in
 	leak_on_error) faults=fail_dma_map=1,30,0,40 ;;
-	leak_on_post_error) faults=fail_post_first=1,20,0,6 ;;
+	leak_on_post_error) faults=fail_post_mapped=1,100,0,3 ;;
 	esac
 	[ "$faults" = - ] || args="$args RPCRDMA_RS_FAULT_INJECTION=y"
 	dir=rust-mut-$m

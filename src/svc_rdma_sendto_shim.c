@@ -506,6 +506,11 @@ int rs_ib_post_send_faulty(struct ib_qp *qp, const struct ib_sge *hdr,
 		prev = last;
 		last = last->next;
 	}
+	/* The Send, last, carries DMA-mapped payload after its header SGE. */
+	if (last->num_sge > 1 && rs_fault(RS_FAULT_POST_MAPPED)) {
+		*bad_wr = wr;
+		return -ENOMEM;
+	}
 	if (!prev || !rs_fault(RS_FAULT_POST_MID))
 		return rs_ib_post_send(qp, hdr, wr, bad_wr);
 	/* Post every WR but the last (the Send), then fail the Send. */
@@ -550,6 +555,8 @@ module_param_cb(fail_post_first, &rs_fault_ops, (void *)RS_FAULT_POST_FIRST, 064
 MODULE_PARM_DESC(fail_post_first, "Fault injection: ib_post_send fails at the first WR");
 module_param_cb(fail_post_mid, &rs_fault_ops, (void *)RS_FAULT_POST_MID, 0644);
 MODULE_PARM_DESC(fail_post_mid, "Fault injection: ib_post_send fails at the Send after posting the chunk Writes");
+module_param_cb(fail_post_mapped, &rs_fault_ops, (void *)RS_FAULT_POST_MAPPED, 0644);
+MODULE_PARM_DESC(fail_post_mapped, "Fault injection: ib_post_send fails at the first WR of a reply whose Send carries DMA-mapped payload");
 
 /*
  * Not a fault: a delay that widens a race window for the teardown test over
