@@ -35,15 +35,15 @@ use kernel::types::Opaque;
 #[repr(transparent)]
 pub(crate) struct Rdma(Opaque<sys::svcxprt_rdma>);
 
-// SAFETY: a transport is shared by design between the nfsd threads that
-// send on it and its Send CQ's completion work, on any CPU, and `Rdma`
-// gives only shared access to it. What its methods read without
-// synchronisation is fixed after publication (type invariant: the QP
-// changes only at teardown, when one thread uses the transport); its
-// counters are atomics (`sc_sq_avail`, the SQ tickets, the flag word with
-// atomic bit operations); its free list is an `llist` whose one popper
-// holds `sc_send_lock`; the ledger is under its own lock; the wait queues
-// and the C functions called take their own locks.
+// A transport is shared by design between the nfsd threads that send on
+// it and its Send CQ's completion work, on any CPU. What `Rdma`'s methods
+// read without synchronisation is fixed after publication (type invariant:
+// the QP changes only at teardown, when one thread uses the transport);
+// its counters are atomics (`sc_sq_avail`, the SQ tickets, the flag word
+// with atomic bit operations); its free list is an `llist` whose one
+// popper holds `sc_send_lock`; the ledger is under its own lock.
+// SAFETY: `Rdma` gives only shared access, and every access is one of the
+// above or a C function (wait queues, C calls) that takes its own lock.
 unsafe impl Sync for Rdma {}
 
 impl Rdma {
