@@ -58,6 +58,7 @@ BRANCHES=(
 	"acl- svcrdma_post_reply_chunk ACL replies through the Reply chunk"
 	"xattr- svcrdma_post_reply_chunk xattr replies through the Reply chunk"
 	"write-mixed svcrdma_post_send replies to WRITE and mixed load"
+	"write-readback svcrdma_post_write_chunk the written files read back through Write chunks after a remount"
 )
 ZERO_EVENTS="svcrdma_send_err svcrdma_wc_send_err svcrdma_err_chunk svcrdma_err_vers svcrdma_sq_post_err trace_overrun"
 
@@ -96,6 +97,7 @@ check_flavour() {
 		if [ -s "$s/errors-$p.txt" ]; then
 			echo "    $p: error events (first $(wc -l <"$s/errors-$p.txt") lines, $s/errors-$p.txt):"
 			head -n 4 "$s/errors-$p.txt" | sed 's/^ */      /'
+			echo "      the trace before the first: $s/context-$p.txt"
 		fi
 	done
 

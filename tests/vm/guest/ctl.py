@@ -90,23 +90,74 @@ EVENT_NAME = re.compile(r"\d+\.\d+: (\w+):")
 
 # Events that say something went wrong on a connection: their trace lines
 # (status, QP event) are kept per phase, so that a phase that counts one
-# can be diagnosed afterwards (errors-PHASE.txt beside the summary).
-ERROR_EVENT = re.compile(r"_err$|^svcrdma_qp_error$")
+# can be diagnosed afterwards (errors-PHASE.txt beside the summary), with
+# the trace lines before the first one (context-PHASE.txt).
+ERROR_EVENT = re.compile(r"_err$|^svcrdma_qp_error$|^tcp_(receive|send)_reset$|^siw_sq_process$")
+CONTEXT_LINES = 40
+
+# Context for those, beside the server's RPC-over-RDMA events: soft-iWARP
+# runs its QPs over TCP, so each TCP state change (the control connections
+# of this script excepted) and reset, and the errno with which siw's
+# transmit gives up on a work request (-ECONNABORTED: the peer closed,
+# -EFAULT: an SGE outside any mapping, -EPIPE...). The probe needs siw
+# loaded; over soft-RoCE it is not set up.
+DIAG_EVENTS = (("sock:inet_sock_set_state", f"sport != {PORT} && dport != {PORT}"),
+               ("tcp:tcp_receive_reset", None),
+               ("tcp:tcp_send_reset", None))
+SIW_PROBE = ("rpcrdma_diag", "siw_sq_process",
+             "siw_qp_sq_process rv=$retval:s32", "rv != 0")
+
+
+def tracefs_append(path, text):
+    """As the shell's ">>": Python's append mode seeks, which tracefs
+    refuses."""
+    fd = os.open(f"{TRACING}/{path}", os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def enable_diagnostics():
+    enabled = []
+    for event, event_filter in DIAG_EVENTS:
+        system, name = event.split(":")
+        try:
+            if event_filter:
+                write(f"{TRACING}/events/{system}/{name}/filter", event_filter)
+            tracefs_append("set_event", f"{event}\n")
+            enabled.append(name)
+        except OSError as e:
+            print(f"ctl.py: no {event} for the error context: {e}", file=sys.stderr)
+    group, name, probe, probe_filter = SIW_PROBE
+    try:
+        tracefs_append("kprobe_events", f"r:{group}/{name} {probe}\n")
+        write(f"{TRACING}/events/{group}/{name}/filter", probe_filter)
+        write(f"{TRACING}/events/{group}/{name}/enable", "1")
+        enabled.append(name)
+    except OSError:
+        pass  # siw is not loaded: a soft-RoCE run
+    print(f"ctl.py: error context traced: {' '.join(enabled)}", file=sys.stderr)
 
 
 def count_events():
-    """How often each event occurs in the trace buffer, and the first 20
-    lines of error events."""
+    """How often each event occurs in the trace buffer, the first 20 lines
+    of error events and the CONTEXT_LINES lines before the first."""
     counts = collections.Counter()
-    errors = []
+    errors, context = [], []
+    before = collections.deque(maxlen=CONTEXT_LINES)
     with open(f"{TRACING}/trace", errors="replace") as f:
         for line in f:
             m = EVENT_NAME.search(line)
-            if m and not line.startswith("#"):
-                counts[m.group(1)] += 1
-                if ERROR_EVENT.search(m.group(1)) and len(errors) < 20:
-                    errors.append(line)
-    return counts, errors
+            if not m or line.startswith("#"):
+                continue
+            counts[m.group(1)] += 1
+            if ERROR_EVENT.search(m.group(1)) and len(errors) < 20:
+                if not errors:
+                    context = list(before)
+                errors.append(line)
+            before.append(line)
+    return counts, errors, context
 
 
 def serve(summary, phases_csv, events):
@@ -117,12 +168,8 @@ def serve(summary, phases_csv, events):
     # ones are counted.
     server_events = [e for e in os.listdir(f"{TRACING}/events/rpcrdma") if e.startswith("svcrdma_")]
     for e in sorted(set(server_events + events)):
-        # As the shell's ">>": Python's append mode seeks, which tracefs refuses.
-        fd = os.open(f"{TRACING}/set_event", os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, f"rpcrdma:{e}\n".encode())
-        finally:
-            os.close(fd)
+        tracefs_append("set_event", f"rpcrdma:{e}\n")
+    enable_diagnostics()
     write(f"{TRACING}/tracing_on", "1")
     srv = socket.create_server(("", PORT), reuse_port=True)
     state = {}
@@ -146,14 +193,16 @@ def serve(summary, phases_csv, events):
                 elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
                     t1 = time.time()
                     name = words[1]
-                    counts, errors = count_events()
+                    counts, errors, context = count_events()
                     if errors:
-                        with open(os.path.join(os.path.dirname(summary), f"errors-{name}.txt"), "w") as out:
-                            out.write("".join(errors))
+                        outdir = os.path.dirname(summary)
+                        write(os.path.join(outdir, f"errors-{name}.txt"), "".join(errors))
+                        write(os.path.join(outdir, f"context-{name}.txt"), "".join(context))
                     lines = [f"{name}.{e}={counts[e]}" for e in events]
                     # Which Send-path events fired at all: the tracepoint parity
                     # of the flavours is checked on these.
-                    lines.append(f"{name}.events_fired=" + ",".join(sorted(counts)))
+                    lines.append(f"{name}.events_fired=" +
+                                 ",".join(sorted(e for e in counts if e.startswith("svcrdma_"))))
                     lines += [f"{name}.rdma_stat_{s}={stat(s) - v}"
                               for s, v in state["stats"].items()]
                     lines.append(f"{name}.trace_overrun={overruns() - state['overrun']}")
