@@ -174,11 +174,17 @@ EOF
 
 # Tracepoint parity: in every phase whose workload is deterministic, the
 # same Send-path events fire in both flavours (counts are in the table). The
-# Send-path events are those the C file fires (the shim fires them for
-# Rust) and the chunk posts sendto causes; Receive-path events are the same
-# C in both flavours, and when receives are refilled is a matter of timing.
-SENDPATH_EVENTS=$( (grep -oE 'trace_svcrdma_[a-z_]+' "$TOP/src/svc_rdma_sendto_shim.c" | sed 's/^trace_//'
+# Send-path events are those the C file fires (the shim defines their
+# out-of-line halves for Rust: __DEFINE_RUST_DO_TRACE) and the chunk posts
+# sendto causes; Receive-path events are the same C in both flavours, and
+# when receives are refilled is a matter of timing. (From 3c98fa5 until
+# 2026-12-05 this list looked for trace_ calls the shim no longer makes, so
+# parity compared the two chunk events alone.)
+SENDPATH_EVENTS=$( (grep -oE '(trace_|__DEFINE_RUST_DO_TRACE\()svcrdma_[a-z_]+' "$TOP/src/svc_rdma_sendto_shim.c" |
+	sed -E 's/^(trace_|__DEFINE_RUST_DO_TRACE\()//'
 	echo svcrdma_post_write_chunk; echo svcrdma_post_reply_chunk) | sort -u)
+[ "$(grep -c . <<<"$SENDPATH_EVENTS")" -ge 10 ] ||
+	die "conformance: only $(grep -c . <<<"$SENDPATH_EVENTS") Send-path events found in src/svc_rdma_sendto_shim.c"
 sendpath_only() { tr ',' '\n' | grep -Fx "$SENDPATH_EVENTS" | paste -sd, || true; }
 compare_events() {
 	local a=$1 b=$2 p ea eb bad=0 n=0

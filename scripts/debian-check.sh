@@ -11,7 +11,8 @@
 #     (rustc, bindgen, dkms, ...), its Recommends linux-source-7.3, and DKMS
 #     builds for the installed kernel (regenerating what the headers lack,
 #     scripts/prepare-kdir.sh) with no compiler warning and no panic path;
-#     modprobe's choice (modinfo -n) is ours, signed with DKMS's key.
+#     modprobe's choice (modinfo -n) is ours, signed with DKMS's key (its
+#     appended signature verified against DKMS's certificate by openssl).
 #  3. The refusals (scripts/toolchain-refusals.sh): wrong rustc, bindgen,
 #     source version, missing CONFIG_RUST, rpcrdma built in, exports that
 #     differ from Module.symvers.
@@ -28,7 +29,12 @@
 #  5. VMs booting Debian's unmodified vmlinuz: the modules tree as DKMS left
 #     it, where plain `modprobe rpcrdma` loads ours and runs the e2e smoke
 #     (NFSv3 and v4.1 checksummed copy, verifying fio); Debian's own
-#     rpcrdma.ko through the same smoke as the baseline. Then in the
+#     rpcrdma.ko through the same smoke as the baseline. The guests of ours
+#     have the package's files outside the modules tree in place too (its
+#     modprobe.d install command and loader, DKMS's archive of Debian's
+#     rpcrdma.ko), and one boots with module.sig_enforce=1 (Secure Boot
+#     with DKMS's key not enrolled): plain modprobe must fall back to
+#     Debian's own, say so in the kernel log, and serve NFS over RDMA. Then in the
 #     DMA-mapped mode (swiotlb=force; rxe, siw and the IB core of
 #     scripts/debian-test-drivers.sh in updates/ of copies of both trees):
 #     NFS WRITEs in Read chunks over rxe and siw, each byte verified, ours
@@ -135,9 +141,43 @@ vm() { # FLAVOUR TREE NAME SCRIPT ARGS...
 	local flavour=$1 tree=$2 name=$3 rc=0
 	shift 3
 	# shellcheck disable=SC2086 # VM_EXTRA is a list of options
+	local pkg=()
+	# A tree of ours carries the package's files outside the modules tree
+	# (package_files): the guest puts them in place (lib.sh).
+	[ -d "$T/$tree/.pkg" ] && pkg=(-e rs_pkgroot=/lib/modules/.pkg)
 	RUN[$name]=$(bash "$TOP/scripts/vm-run.sh" -t 900 -n "$name" -A tcg,thread=single \
-		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe ${VM_EXTRA:-} "$@") || rc=$?
+		-K "$K/vmlinuz" -I "$K/initrd.img" -d "$T/$tree" -e rs_load=modprobe "${pkg[@]}" ${VM_EXTRA:-} "$@") || rc=$?
 	return $rc
+}
+# package_files TREE: what the package and DKMS installed outside the
+# modules tree, copied from the Debian system into TREE/.pkg, for the
+# guests that stand for a server with the package installed: the
+# modprobe.d file with rpcrdma's install command, the loader it names,
+# DKMS's certificate, and DKMS's archive of the kernel's own rpcrdma.ko.
+package_files() {
+	local f
+	rm -rf "$T/$1/.pkg"
+	for f in usr/lib/modprobe.d/rpcrdma-rs-dkms.conf usr/libexec/rpcrdma-rs-dkms/rpcrdma-rs-load \
+		var/lib/dkms/mok.pub "var/lib/dkms/rpcrdma-rs/original_module/$KREL"; do
+		[ -e "$R/$f" ] || { fail "the package left no /$f"; continue; }
+		mkdir -p "$T/$1/.pkg/$(dirname "$f")"
+		cp -a "$R/$f" "$T/$1/.pkg/$f"
+	done
+}
+# secure_boot_vm: Debian's kernel enforcing module signatures
+# (module.sig_enforce=1, as Secure Boot's lockdown does) and not trusting
+# DKMS's key, the package installed: plain modprobe must load Debian's own
+# rpcrdma.ko through the package's loader, and NFS over RDMA must work.
+secure_boot_vm() {
+	local rc=0 run v
+	VM_EXTRA="-e module.sig_enforce=1" vm fallback ours debian-secureboot smoke fallback 8 0 3 4.1 || rc=$?
+	run=${RUN[debian-secureboot]}
+	relay_guest_log "Debian Secure Boot, DKMS's key not enrolled: " "$run"
+	[ "$rc" = 0 ] || fail "Debian Secure Boot VM: status $rc ($run)"
+	for v in v3 v41; do
+		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
+			fail "Debian Secure Boot: no verified bytes for $v with the kernel's own module ($run)"
+	done
 }
 # Debian's kernel in the DMA-mapped mode: every mapping bounced by swiotlb
 # (its slots in use counted exactly: track_hiwater), the test drivers
@@ -168,6 +208,7 @@ vms_of() {
 				fail "Debian $f e2e: no verified bytes for $v ($run)"
 		done
 		read_sink_vm $f
+		[ $f = rust ] && secure_boot_vm
 		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue
 		# The hostile suite DMA-mapped, over rxe (REPS times) and then
 		# siw (once per class), as on the test kernels.
@@ -413,6 +454,38 @@ modinfo_ok() {
 	else
 		fail "$k: signer '$signer', sig_key '$key', but DKMS's certificate /var/lib/dkms/mok.pub has serial '$ski' ($f)"
 	fi
+	local out
+	if out=$(sig_verifies "$R$f" "$R/var/lib/dkms/mok.pub" 2>&1); then
+		pass "$k: the module's signature verifies against DKMS's certificate (openssl cms -verify: the kernel's check once the key is enrolled)"
+	else
+		fail "$k: the module's signature does not verify against DKMS's certificate: $(tail -n 1 <<<"$out")"
+	fi
+}
+# sig_verifies MODULE CERT: the PKCS#7 signature appended to MODULE (as
+# scripts/sign-file appends it: the signature, a 12-byte trailer ending
+# with its big-endian length, the magic string) verifies over the rest of
+# the module with CERT (DER) as the trust anchor.
+sig_verifies() {
+	local tmp rc=0
+	tmp=$(mktemp -d)
+	python3 - "$1" "$tmp" <<'PY' &&
+import lzma, struct, sys
+data = open(sys.argv[1], "rb").read()
+if sys.argv[1].endswith(".xz"):
+    data = lzma.decompress(data)
+magic = b"~Module signature appended~\n"
+if not data.endswith(magic):
+    sys.exit("no appended signature")
+end = len(data) - len(magic) - 12
+sig_len = struct.unpack(">I", data[end + 8:end + 12])[0]
+open(sys.argv[2] + "/sig", "wb").write(data[end - sig_len:end])
+open(sys.argv[2] + "/content", "wb").write(data[:end - sig_len])
+PY
+		openssl x509 -inform DER -in "$2" -out "$tmp/cert.pem" &&
+		openssl cms -verify -binary -inform DER -in "$tmp/sig" -content "$tmp/content" \
+			-certfile "$tmp/cert.pem" -CAfile "$tmp/cert.pem" -purpose any -out /dev/null || rc=$?
+	rm -rf "$tmp"
+	return $rc
 }
 modinfo_ok "$KREL" "$ko"
 # The module fixes (scripts/module-patches/): each one applied to the
@@ -428,6 +501,16 @@ if [ -n "$fixes" ] && [ -z "$missing" ]; then
 else
 	fail "$KREL: the module lacks the fixes$missing (modinfo -F fixes: '${fixes:-none}')"
 fi
+# DKMS moved Debian's own rpcrdma.ko out of the kernel's tree (it keeps it
+# in its original_module/ and puts it back on removal): dpkg --verify of the
+# kernel's modules package reports exactly that file missing, nothing else.
+verify=$(chr dpkg --verify "linux-modules-$KREL" 2>&1 || true)
+if [ "$(grep -c . <<<"$verify")" = 1 ] && grep -qE "^missing .*/kernel/net/sunrpc/xprtrdma/rpcrdma\.ko" <<<"$verify" &&
+	[ -n "$(ls "$R/var/lib/dkms/rpcrdma-rs/original_module/$KREL"/*/rpcrdma.ko* 2>/dev/null)" ]; then
+	pass "dpkg --verify linux-modules-$KREL while ours is installed: only Debian's rpcrdma.ko missing, which DKMS keeps in /var/lib/dkms/rpcrdma-rs/original_module/$KREL/"
+else
+	fail "dpkg --verify linux-modules-$KREL while ours is installed: $(head -n 3 <<<"$verify" | tr '\n' ' ')"
+fi
 lap checks
 
 # The copies of the modules trees the VMs of step 5 boot with (see above);
@@ -438,6 +521,7 @@ rm -rf "$T"
 mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
 cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
 cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
+package_files ours
 ln -s "$T/stock" "$T/stock.base/lib/modules"
 depmod -b "$T/stock.base" "$KREL"
 # The same two with the test drivers (dma_mapped) in updates/, where
@@ -450,6 +534,7 @@ if TD=$($NICE bash "$TOP/scripts/debian-test-drivers.sh" 2>"$LOGS/debian-test-dr
 		cp "$T/$t/$KREL"/modules.* "$T/$t-dma/$KREL/"
 		mkdir -p "$T/$t-dma/$KREL/updates/rpcrdma-rs-test"
 		cp "$TD/rdma_rxe.ko" "$TD/siw.ko" "$TD"/core/*.ko "$T/$t-dma/$KREL/updates/rpcrdma-rs-test/"
+		[ $t = stock ] || package_files $t-dma
 		ln -s "$T/$t-dma" "$T/$t-dma.base/lib/modules"
 		depmod -b "$T/$t-dma.base" "$KREL"
 	done
@@ -534,6 +619,15 @@ fi
 # stays until the package is removed, as on a real system).
 # shellcheck disable=SC2046
 step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
+# Their regenerated kernel trees (about 2 GB each) go with them: the
+# package's trigger on /usr/lib/modules; the running release's stays.
+gone=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-* 2>/dev/null || true)
+kept=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KREL"-* 2>/dev/null || true)
+if [ -z "$gone" ] && [ -n "$kept" ] && grep -q "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log"; then
+	pass "headers of $KSUP purged: its cached kernel tree went with them ($(grep -m1 "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log" | sed 's/.*(\([0-9?]* MB\).*/\1/')), $KREL's stays"
+else
+	fail "headers of $KSUP purged: cached trees left ${gone:-none}, $KREL's ${kept:-missing} ($LOGS/debian-headers-purge.log)"
+fi
 lap autopkgtest
 
 # 4b. Another RDMA stack (NVIDIA MLNX_OFED/DOCA-OFED), as a stand-in: a
@@ -592,8 +686,13 @@ rc=0
 step apt-remove $APT remove "$PKG" || rc=$?
 k=$(modfile "$KREL")
 if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$(chr dkms status "$MOD" 2>/dev/null)" ] &&
-	[ ! -e "$R/usr/src/rpcrdma-rs-$ver" ]; then
-	pass "apt remove $PKG: exit 0; modinfo -n rpcrdma is Debian's own again ($k); DKMS has no $MOD"
+	[ ! -e "$R/usr/src/rpcrdma-rs-$ver" ] && ! chr modprobe -c | grep -q '^install rpcrdma '; then
+	pass "apt remove $PKG: exit 0; modinfo -n rpcrdma is Debian's own again ($k); DKMS has no $MOD; modprobe has no install command for rpcrdma"
+	if verify=$(chr dpkg --verify "linux-modules-$KREL" 2>&1) && [ -z "$verify" ]; then
+		pass "dpkg --verify linux-modules-$KREL after apt remove: clean"
+	else
+		fail "dpkg --verify linux-modules-$KREL after apt remove: $(head -n 3 <<<"$verify" | tr '\n' ' ')"
+	fi
 else
 	fail "apt remove $PKG: exit $rc; modinfo -n rpcrdma is '$k' ($LOGS/debian-apt-remove.log)"
 fi

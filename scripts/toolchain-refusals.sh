@@ -69,6 +69,11 @@ printf 'VERSION = 7\nPATCHLEVEL = 3\nSUBLEVEL = 99\nkernelversion:\n\t@echo $(VE
 refuses "a kernel source of another version" "$d" "is kernel 7\.3\.99, the headers are " \
 	RPCRDMA_KERNEL_SOURCE="$W/src-7.3.99" RPCRDMA_KERNELS="$W/kernels"
 
+d=$(fake space)
+refuses "a cache file system without room for the kernel tree" "$d" \
+	"regenerating its Rust metadata needs about 99999999 MB in .* MB free" \
+	RPCRDMA_KERNELS="$W/kernels" RPCRDMA_KERNEL_TREE_MB=99999999
+
 d=$(fake exports)
 # One Rust export of the kernel renamed: as if built by another rustc.
 awk 'BEGIN { FS = OFS = "\t" } !done && $2 ~ /^_R/ { $2 = $2 "x"; done = 1 } { print }' \

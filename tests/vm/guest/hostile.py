@@ -353,18 +353,36 @@ def reads_data_ok(conn, data):
 
 def mismatch(got, want, offset):
     """Where got first differs from want, the file's bytes from offset,
-    and what it holds there: zeros, or bytes of the file found at another
-    offset (data from elsewhere), or neither."""
+    and what it holds there: zeros, or bytes of a file of the export found
+    at some offset (the file's own from elsewhere, or the well-behaved
+    client's fio data: a page of another I/O), or neither. The wrong bytes
+    from the first difference to the end of its page are kept in
+    /results for a closer look."""
     n = min(len(got), len(want))
     i = next((k for k in range(n) if got[k] != want[k]), n)
     wrong = sum(1 for k in range(n) if got[k] != want[k])
     head = got[i:i + 64]
     what = "zeros" if not head.strip(b"\0") else "unknown bytes"
     if what != "zeros":
-        with open(DATA_FILE, "rb") as f:
-            at = f.read().find(head)
-        if at >= 0:
-            what = f"the file's bytes at offset {at}"
+        export = os.path.dirname(DATA_FILE)
+        for name in sorted(os.listdir(export)):
+            path = os.path.join(export, name)
+            if not os.path.isfile(path) or os.path.getsize(path) == 0:
+                continue
+            with open(path, "rb") as f:
+                at = f.read().find(head)
+            if at >= 0:
+                what = (f"the file's bytes at offset {at}" if path == DATA_FILE
+                        else f"bytes of {name} at offset {at}")
+                break
+    if i < n:
+        keep = f"/results/mismatch-{time.time():.0f}-{offset + i}.bin"
+        try:
+            with open(keep, "wb") as f:
+                f.write(got[i:(i // 4096 + 1) * 4096])
+            what += f" (kept in {keep})"
+        except OSError:
+            pass
     return (f"{wrong} of {n} bytes wrong, the first at {i} (file offset {offset + i}), "
             f"where 64 bytes are {what}")
 

@@ -22,7 +22,10 @@ result() { echo "$1=$2" >>/results/summary; echo "  $1 = $2"; }
 # proof of which one is loaded. On an installed kernel (rs_load=modprobe on
 # the kernel command line: Debian's, with its modules tree) the module is
 # what a plain `modprobe rpcrdma` picks: FLAVOUR rust must be ours from
-# updates/ (DKMS), FLAVOUR stock the distribution's own.
+# updates/ (DKMS), FLAVOUR stock the distribution's own, FLAVOUR fallback
+# the distribution's own although ours is installed: the package's loader
+# (its modprobe.d install command) loads it from DKMS's archive when the
+# kernel refuses ours (module signatures enforced, DKMS's key not trusted).
 load_rpcrdma() {
 	flavour=$1
 	modprobe ib_core
@@ -75,12 +78,30 @@ coverage_note_module() {
 }
 
 load_installed_rpcrdma() {
+	if [ -n "${rs_pkgroot:-}" ]; then
+		install_package_files "$rs_pkgroot" || return 1
+		loader=/usr/libexec/rpcrdma-rs-dkms/rpcrdma-rs-load
+		if modprobe -c | grep -q "^install rpcrdma $loader "; then
+			pass "modprobe's configuration has the package's install command for rpcrdma ($loader)"
+		else
+			fail "modprobe's configuration lacks the package's install command for rpcrdma"
+		fi
+		sb_rc=0
+		sb=$($loader --status) || sb_rc=$?
+		result signature_status "$sb"
+		case $1:$sb_rc in
+		rust:0 | fallback:2) pass "$loader --status: $sb" ;;
+		*) fail "$loader --status exits $sb_rc for a $1 run: $sb" ;;
+		esac
+	fi
 	modprobe rpcrdma || { fail "modprobe rpcrdma"; return 1; }
 	file=$(modinfo -n rpcrdma)
 	version=$(cat /sys/module/rpcrdma/version 2>/dev/null || echo none)
 	result module_file "$file"
 	result module_version "$version"
-	flavour_tag=$(modinfo -F sendto_flavour rpcrdma 2>/dev/null || true)
+	# The flavour of the file on disk, when that is what was loaded.
+	flavour_tag=
+	[ "$version" = none ] || flavour_tag=$(modinfo -F sendto_flavour rpcrdma 2>/dev/null || true)
 	result module_flavour "${flavour_tag:-$1}"
 	result kernel_release "$(uname -r)"
 	result kernel_taint "$(cat /proc/sys/kernel/tainted)"
@@ -95,10 +116,45 @@ load_installed_rpcrdma() {
 		pass "modprobe rpcrdma on $(uname -r) loads ours from updates/ ($version)" ;;
 	stock:*/kernel/net/sunrpc/xprtrdma/*:none)
 		pass "modprobe rpcrdma on $(uname -r) loads the distribution's own ($file)" ;;
+	fallback:*/updates/*:none)
+		why=$(dmesg | grep -m1 'rpcrdma-rs-dkms: the kernel refused our rpcrdma.ko' || true)
+		if [ -n "$why" ] && dmesg | grep -q "rpcrdma-rs-dkms: loaded the kernel's own rpcrdma.ko"; then
+			pass "modprobe rpcrdma on $(uname -r) with ours refused loads the distribution's own (kernel log: ${why#*] })"
+		else
+			fail "modprobe rpcrdma loaded a module without our version, but the kernel log does not say the loader fell back"
+			return 1
+		fi ;;
 	*)
 		fail "modprobe rpcrdma loaded $file (version $version), not the $1 module"
 		return 1 ;;
 	esac
+}
+
+# install_package_files ROOT: in a VM that stands for a server with the
+# package installed (rs_pkgroot=ROOT on the kernel command line), the files
+# the package and DKMS put outside the modules tree (the modprobe.d file,
+# the loader, DKMS's certificate and its archive of the kernel's own
+# rpcrdma.ko), as scripts/debian-check.sh copied them from the Debian
+# system where apt installed the package, put in place over the read-only
+# root with overlays.
+install_package_files() {
+	# Once per boot: a later load (read-sink.sh loads per fabric) finds
+	# them in place.
+	[ -e /tmp/package-files ] && return 0
+	: >/tmp/package-files
+	for d in /usr/lib/modprobe.d /usr/libexec /var/lib; do
+		ov=/tmp/overlay$(echo "$d" | tr / _)
+		mkdir -p "$ov/upper" "$ov/work"
+		mount -t overlay overlay -o "lowerdir=$d,upperdir=$ov/upper,workdir=$ov/work" "$d" ||
+			{ fail "cannot overlay $d for the package's files"; return 1; }
+	done
+	(cd "$1" && find . -type f) | while read -r f; do
+		mkdir -p "$(dirname "${f#.}")" && cp -p "$1/$f" "${f#.}"
+	done
+	# The overlay on /var/lib hides guest-init's tmpfs for NFS's state.
+	mount -t tmpfs -o mode=0755 tmpfs /var/lib/nfs
+	mkdir -p /var/lib/nfs/sm /var/lib/nfs/sm.bak /var/lib/nfs/v4recovery /var/lib/nfs/nfsdcld
+	log "package files in place: $(cd "$1" && find . -type f | sed 's/^\.//' | tr '\n' ' ')"
 }
 
 # setup_fabric [IP]: soft-RoCE on eth0, addressed IP (default: the server's).
