@@ -37,29 +37,12 @@ KREL=$(cat "$HDR/include/config/kernel.release" 2>/dev/null) ||
 tc=$(bash "$TOP/scripts/kernel-toolchain.sh" "$HDR") || exit 1
 eval "$tc"
 
-# The source: the same version's source package, as a tarball or a tree.
-series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$KREL")
-SRC_ARCHIVE=${RPCRDMA_KERNEL_SOURCE:-}
-if [ -z "$SRC_ARCHIVE" ]; then
-	for f in /usr/src/linux-source-$series.tar.xz /usr/src/linux-source-$series.tar.zst \
-		/usr/src/linux-source-$series.tar.bz2 /usr/src/linux-source-$series; do
-		[ -e "$f" ] && { SRC_ARCHIVE=$f; break; }
-	done
-fi
-[ -n "$SRC_ARCHIVE" ] ||
-	die "no kernel source for $KREL: install linux-source-$series of the kernel's version (Debian: apt install linux-source-$series/trixie-backports), or set RPCRDMA_KERNEL_SOURCE= to a source tree or tarball"
-
-# Debian: the source package must be the kernel package's own version.
-pkgver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
-want_ver=$(pkgver "linux-headers-$KREL")
-have_ver=$(dpkg-query -S "$SRC_ARCHIVE" 2>/dev/null | cut -d: -f1 | head -n 1 | xargs -r -I{} dpkg-query -W -f='${Version}' {} 2>/dev/null || true)
-if [ -n "$want_ver" ] && [ -n "$have_ver" ] && [ "$want_ver" != "$have_ver" ]; then
-	die "kernel $KREL is version $want_ver but $SRC_ARCHIVE is $have_ver: install the matching source (apt install linux-source-$series=$want_ver) or boot the kernel that matches"
-fi
-srcver=${have_ver:-$(stat -c %s-%Y "$SRC_ARCHIVE")}
-
-KEY=$(cat "$HDR/.config" <(echo "$srcver $RUSTC_VERSION_TEXT $BINDGEN_VERSION_TEXT") | sha256sum | cut -c1-12)
-K=${RPCRDMA_KERNELS:-$CACHE/kernels}/$KREL-$KEY
+# tree KEY: the cache dir of this kernel's regenerated tree, keyed by its
+# .config, its source's version and the toolchain.
+tree() {
+	KEY=$(cat "$HDR/.config" <(echo "$1 $RUSTC_VERSION_TEXT $BINDGEN_VERSION_TEXT") | sha256sum | cut -c1-12)
+	K=${RPCRDMA_KERNELS:-$CACHE/kernels}/$KREL-$KEY
+}
 emit() { echo "$K/build $K/src ${TOOLCHAIN_MAKEVARS[*]}"; }
 # Gate, on every build: the Rust symbols the regenerated tree exports must
 # be those of the kernel the headers describe.
@@ -73,12 +56,46 @@ exports_gate() {
 	fi
 	say "kernel $KREL: $(echo "$ours" | wc -l) Rust exports regenerated, equal to the headers' Module.symvers" >&2
 }
-if [ -f "$K/.complete" ]; then
+# cached: a tree made before is used as it is (the script ends here).
+cached() {
+	[ -f "$K/.complete" ] || return 0
 	say "kernel $KREL: Rust metadata and sources regenerated before, in $K (cached)" >&2
 	exports_gate
 	emit
 	exit 0
+}
+
+series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$KREL")
+# Debian: the source package must be the kernel package's own version.
+pkgver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true; }
+want_ver=$(pkgver "linux-headers-$KREL")
+# A Debian kernel's tree is keyed by its headers' version, which its source
+# must have: a tree made before serves without any source, so that the
+# kernel's rebuilds (this package's upgrade, DKMS at boot) keep working
+# once linux-source-$series has moved on to a newer point release.
+if [ -n "$want_ver" ] && [ -z "${RPCRDMA_KERNEL_SOURCE:-}" ]; then
+	tree "$want_ver"
+	cached
 fi
+
+# The source: the same version's source package, as a tarball or a tree.
+SRC_ARCHIVE=${RPCRDMA_KERNEL_SOURCE:-}
+if [ -z "$SRC_ARCHIVE" ]; then
+	for f in /usr/src/linux-source-$series.tar.xz /usr/src/linux-source-$series.tar.zst \
+		/usr/src/linux-source-$series.tar.bz2 /usr/src/linux-source-$series; do
+		[ -e "$f" ] && { SRC_ARCHIVE=$f; break; }
+	done
+fi
+[ -n "$SRC_ARCHIVE" ] ||
+	die "no kernel source for $KREL: install linux-source-$series of the kernel's version (Debian: apt install linux-source-$series/trixie-backports), or set RPCRDMA_KERNEL_SOURCE= to a source tree or tarball"
+
+have_ver=$(dpkg-query -S "$SRC_ARCHIVE" 2>/dev/null | cut -d: -f1 | head -n 1 | xargs -r -I{} dpkg-query -W -f='${Version}' {} 2>/dev/null || true)
+if [ -n "$want_ver" ] && [ -n "$have_ver" ] && [ "$want_ver" != "$have_ver" ]; then
+	die "kernel $KREL is version $want_ver but $SRC_ARCHIVE is $have_ver: install the matching source (apt install linux-source-$series=$want_ver) or boot the kernel that matches"
+fi
+srcver=${have_ver:-$(stat -c %s-%Y "$SRC_ARCHIVE")}
+tree "$srcver"
+cached
 
 # The tree takes about 2 GB (2058 MB for 7.3.4's amd64 flavour, 1838 MB for
 # its cloud flavour, 2026-12-05): refuse before unpacking into a file
