@@ -590,16 +590,36 @@ K72=$(chr apt-cache pkgnames linux-headers-7.2. | sed -n 's/^linux-headers-\(7\.
 K612=$(chr apt-cache depends "linux-headers-amd64/$(chr sh -c '. /etc/os-release; echo $VERSION_CODENAME')" 2>/dev/null |
 	sed -n 's/^ *Depends: linux-headers-\(6\.12\.[0-9]*+deb13-amd64\)$/\1/p' | head -n 1)
 say "debian: headers of other kernels: $KSUP (DKMS must build), ${K72:-no 7.2} and ${K612:-no 6.12} (DKMS must skip)"
+# Its headers arrive while linux-source-7.3 is missing, as a point
+# release's new headers may be configured before its source (apt does not
+# order them): apt must succeed, DKMS skip the kernel (dkms.conf) and the
+# package's hook say why; the source's installation must then build ours
+# for it (the package's trigger on /usr/src).
+rm -rf "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-*
+step source-away dpkg -r linux-source-7.3 || fail "dpkg -r linux-source-7.3 ($LOGS/debian-source-away.log)"
 rc=0
 step headers-supported $APT install "linux-headers-$KSUP" || rc=$?
+said=$(grep -m1 "^rpcrdma-rs-dkms: not built for $KSUP: not yet" "$LOGS/debian-headers-supported.log" || true)
+left=$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/ 2>/dev/null" || true)
+if [ "$rc" = 0 ] && grep -q "^Autoinstall on $KSUP was skipped for module(s) rpcrdma-rs" "$LOGS/debian-headers-supported.log" &&
+	[ -n "$said" ] && [ -z "$left" ]; then
+	pass "apt install linux-headers-$KSUP without linux-source-7.3: exit 0; DKMS skipped it, and the package's hook said: '$said'"
+else
+	grep -E "^Autoinstall|rpcrdma-rs-dkms|Error|error" "$LOGS/debian-headers-supported.log" | tail -n 10 | sed 's/^/    /'
+	fail "apt install linux-headers-$KSUP without linux-source-7.3: exit $rc, not the logged skip expected ($LOGS/debian-headers-supported.log)"
+fi
+rc=0
+# Back as apt had it: brought by our Recommends (auto), so that the next
+# run's baseline removes it and the install proves the Recommends again.
+step source-back sh -c "$APT install /var/cache/apt/archives/linux-source-7.3_*.deb && apt-mark auto linux-source-7.3" || rc=$?
 ko2=$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/rpcrdma.ko* 2>/dev/null" | head -n 1)
-if [ "$rc" = 0 ] && grep -q "^Autoinstall on $KSUP succeeded for module(s) rpcrdma-rs" "$LOGS/debian-headers-supported.log" &&
+if [ "$rc" = 0 ] && grep -q "^rpcrdma-rs-dkms: installed our rpcrdma.ko into $KSUP" "$LOGS/debian-source-back.log" &&
 	[ -n "$ko2" ]; then
-	pass "apt install linux-headers-$KSUP: exit 0, DKMS built and installed ours for it ($ko2)"
+	pass "apt install linux-source-7.3 then: exit 0; the package's trigger built and installed ours for $KSUP ($ko2)"
 	modinfo_ok "$KSUP" "$ko2"
 else
-	grep -E "^Autoinstall|Error|error" "$LOGS/debian-headers-supported.log" | tail -n 10 | sed 's/^/    /'
-	fail "apt install linux-headers-$KSUP: exit $rc, module '${ko2:-none}' ($LOGS/debian-headers-supported.log)"
+	grep -E "rpcrdma-rs-dkms|Error|error" "$LOGS/debian-source-back.log" | tail -n 10 | sed 's/^/    /'
+	fail "apt install linux-source-7.3 then: exit $rc, module for $KSUP '${ko2:-none}' ($LOGS/debian-source-back.log)"
 fi
 lap supported-kernel
 if [ -n "$K72" ] && [ -n "$K612" ]; then
