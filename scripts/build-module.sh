@@ -73,7 +73,7 @@ say "rpcrdma.ko ($NAME): building against $KDIR"
 say "rpcrdma.ko ($NAME): toolchain ${TOOLCHAIN_MAKEVARS[*]}"
 # Its own top-level make: a make that called us (DKMS's make -jN) would
 # hand down a jobserver it does not share with this command.
-run_logged "module-$NAME" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$KDIR" M="$STAGE" "${TOOLCHAIN_MAKEVARS[@]}" -j"$(nproc)" \
+run_logged "module-$NAME" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$KDIR" M="$STAGE" "${TOOLCHAIN_MAKEVARS[@]}" -j"$JOBS" \
 	RPCRDMA_FLAVOUR="$FLAVOUR" RPCRDMA_VERSION="$version-rs.$rev" ${MODULE_MAKE_ARGS:-} modules
 
 OUT=$TOP/$MODULE_OUT/$NAME
@@ -111,4 +111,14 @@ else
 fi | awk '/^[^ ]/ && /:/ { obj = $1 } $1 ~ /^\.text/ { n[obj] += $2 } END { for (o in n) print o, n[o] }' |
 	sed 's|^.*/||; s|:||' | sort >"$OUT/text-bytes.txt"
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
+# The headers' Debian version this module was built against: the Debian
+# package's kernel hook rebuilds the module when the same release's headers
+# come again in another version (a kernel rebuilt in place: a new Debian
+# revision, the same release name; no MODVERSIONS would catch a layout
+# change, and DKMS keeps a module it has already installed).
+headers_ver=$(dpkg-query -W -f='${Version}' "linux-headers-$version" 2>/dev/null || true)
+if [ -n "$headers_ver" ]; then
+	mkdir -p "$CACHE/built-against"
+	echo "$headers_ver" >"$CACHE/built-against/$version"
+fi
 say "rpcrdma.ko ($NAME): $OUT/rpcrdma.ko, version $(modinfo -F version "$OUT/rpcrdma.ko"), fixes: $(modinfo -F fixes "$OUT/rpcrdma.ko" | sed 's/:.*//' | paste -sd' ')"

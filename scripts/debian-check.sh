@@ -5,10 +5,12 @@
 # stock 7.3 kernel, the way a Debian server admin gets it, behind `make
 # debian` and a phase of `make check`. In a Debian trixie system with Debian's kernel modules
 # and headers (scripts/debian-env.sh; none of the module's toolchain):
-#  1. The package: `dpkg-buildpackage -us -uc -b` of debian/, then lintian:
-#     no error, and no warning that debian/README.source does not list.
+#  1. The packages: `dpkg-buildpackage -us -uc` of debian/ (the native
+#     source package, which dpkg-source -x gives back as it was, and the
+#     .deb), then lintian on both: no error, and no warning that
+#     debian/README.source does not list.
 #  2. `apt install ./rpcrdma-rs-dkms_*.deb`: its Depends bring the toolchain
-#     (rustc, bindgen, dkms, ...), its Recommends linux-source-7.3, and DKMS
+#     (rustc, bindgen, dkms, ...) and linux-source-7.3, and DKMS
 #     builds for the installed kernel (regenerating what the headers lack,
 #     scripts/prepare-kdir.sh) with no compiler warning and no panic path;
 #     modprobe's choice (modinfo -n) is ours, signed with DKMS's key (its
@@ -16,16 +18,23 @@
 #  3. The refusals (scripts/toolchain-refusals.sh): wrong rustc, bindgen,
 #     source version, missing CONFIG_RUST, rpcrdma built in, exports that
 #     differ from Module.symvers.
-#  4. Other kernels, package installs only: the headers of a kernel of the
-#     supported series (another flavour of the same 7.3 release: the
-#     archive has one 7.3.x) make DKMS build for it; those of a 7.2 kernel
-#     (trixie-backports) and of trixie's 6.12 are skipped by dkms.conf's
-#     BUILD_EXCLUSIVE_*, the package's header_postinst.d hook says why in
-#     one line, and apt succeeds. Then the package's autopkgtest
+#  4. Other kernels, package installs only: a point release replayed with
+#     a re-versioned linux-source-7.3 (the archive's source moved on): the
+#     headers of a kernel of the supported series (another flavour of the
+#     same 7.3 release: the archive has one 7.3.x) skipped until their
+#     source arrives, the package's upgrade N -> N+1 and roll back with
+#     both kernels, the running release rebuilt in place (its headers
+#     re-versioned: ours rebuilt by the package's hook) (details below);
+#     those of a 7.2 kernel (trixie-backports) and of trixie's 6.12 are
+#     skipped by dkms.conf's BUILD_EXCLUSIVE_*, the package's
+#     header_postinst.d hook says why with a notice that also goes to the
+#     system log, and apt succeeds. Then the package's autopkgtest
 #     (debian/tests) on all four. Then another RDMA stack (4b): a stand-in
 #     for MLNX_OFED's module package, an ib_core in updates/, installed
 #     after ours takes ours out of the kernel (the package's trigger), DKMS
 #     skips the kernel while it is there, and its removal puts ours back.
+#     Then the other kernels' headers are purged: the cloud kernel (headers
+#     only) goes whole, ours and its cached tree with it.
 #  5. VMs booting Debian's unmodified vmlinuz: the modules tree as DKMS left
 #     it, where plain `modprobe rpcrdma` loads ours and runs the e2e smoke
 #     (NFSv3 and v4.1 checksummed copy, verifying fio); Debian's own
@@ -48,7 +57,10 @@
 #     builds and installs ours again; `apt remove --purge` leaves nothing
 #     of the package. The next run's start autoremoves what it brought, so
 #     that each run proves the Depends again.
-# all (the default): steps 3, 4 and 6 run niced while the VMs of step 5
+#  7. The Depends alone: the package installed into a minimal trixie root
+#     with only the kernel's headers (debian-env.sh minroot); apt must
+#     bring all DKMS's build needs (minimal_root_install, below).
+# all (the default): steps 3, 4, 6 and 7 run niced while the VMs of step 5
 # (single-threaded TCG, on a copy of the modules tree) run in the
 # background. packages: every step but 5, leaving the copies of the
 # modules trees; vms: step 5 alone, on the copies a "packages" run left.
@@ -59,7 +71,7 @@
 . "$(dirname "$0")/lib.sh"
 
 MODE=all
-case ${1:-} in all | packages | vms) MODE=$1; shift ;; esac
+case ${1:-} in all | packages | vms | minroot) MODE=$1; shift ;; esac
 REPS=${1:-3}
 FAILS=0
 pass() { echo "PASS: $*"; }
@@ -77,6 +89,9 @@ replay() {
 R=$(bash "$TOP/scripts/debian-env.sh" env) || die "Debian build environment"
 K=$(bash "$TOP/scripts/debian-env.sh" kernel) || die "Debian kernel"
 KREL=$(cat "$K/release")
+# The Debian version of the kernel's packages (the environment's headers).
+KVERSION_DEB=$(awk -v p="linux-headers-$KREL" '$1 == p { print $2 }' "$R/.versions")
+[ -n "$KVERSION_DEB" ] || die "no linux-headers-$KREL in $R/.versions"
 export DEBIAN_ENV=$R
 # NICE: set while the VMs run, so that the builds take the other core.
 NICE=
@@ -111,6 +126,16 @@ extra_headers() {
 		sed -n 's/ install ok installed$//p' |
 		grep -vx -e "linux-headers-$KREL" -e "linux-headers-${KREL%-*}-common" || true
 }
+# restore_headers: the running release's headers as the environment had
+# them (step 4's rebuild in place leaves them re-versioned), with the
+# package gone, so that nothing is built.
+restore_headers() {
+	local have
+	have=$(chr dpkg-query -W -f='${Version}' "linux-headers-$KREL" 2>/dev/null || true)
+	[ -z "$have" ] || [ "$have" = "$KVERSION_DEB" ] ||
+		step headers-restore $APT install --allow-downgrades "/var/cache/apt/archives/linux-headers-${KREL}_${KVERSION_DEB}_amd64.deb" ||
+		fail "cannot put linux-headers-$KREL $KVERSION_DEB back ($LOGS/debian-headers-restore.log)"
+}
 # Back to the environment as debian-env.sh made it (a run leaves the
 # toolchain the package brought; a cold one has nothing to remove): no
 # package, no extra headers, none of what they brought.
@@ -120,7 +145,8 @@ to_baseline() {
 	# recommends it) refuses removal unless told.
 	# The extra headers are listed once that is done: an interrupted run
 	# can leave some half-configured, which only --configure -a completes.
-	step baseline sh -c "dpkg --purge $PKG mlnx-ofed-kernel-modules && dpkg --configure -a" &&
+	rm -f "$R/usr/sbin/logger"
+	step baseline sh -c "dpkg --purge $PKG mlnx-ofed-kernel-modules && dpkg --configure -a" && restore_headers &&
 		step baseline-headers sh -c "apt-get purge -y $(extra_headers | paste -sd' ') &&
 			SUDO_FORCE_REMOVE=yes apt-get autoremove --purge -y"
 }
@@ -333,6 +359,46 @@ read_sink_judge() {
 			"Debian rust (ours, as apt installed it) DMA-mapped over $fab"
 	done
 }
+# 7. The Depends alone: the package installed into a copy of a minimal
+# trixie server (debian-env.sh minroot: minbase, trixie-backports in its
+# sources, the kernel's headers as apt installs them, nothing else), where
+# apt must bring everything DKMS's build for the release needs (the
+# environment of the steps above has the packaging tools too, and with
+# them a compiler, make, perl, python3...). The packages the environment
+# downloaded are offered to apt first. Run by "packages" and "all" last,
+# and on its own by "minroot" (on the .deb a "packages" run built).
+minimal_root_install() {
+	local base m=$CACHE/debian/minroot-run rc=0 t0=$SECONDS n0 n1 ko v
+	base=$(bash "$TOP/scripts/debian-env.sh" minroot) ||
+		{ fail "Debian minimal root: cannot make it ($LOGS/debian-minroot-*.log)"; return; }
+	rm -rf "$m"
+	cp -a "$base" "$m"
+	cp -l "$R"/var/cache/apt/archives/*.deb "$m/var/cache/apt/archives/" 2>/dev/null || true
+	mkdir -p "$m/var/tmp/rpcrdma-rs"
+	cp "$R$DEB" "$m/var/tmp/rpcrdma-rs/"
+	mchr() { DEBIAN_ENV=$m $NICE bash "$TOP/scripts/debian-env.sh" chroot "$@"; }
+	n0=$(mchr dpkg-query -W -f '${Package}\n' | wc -l)
+	say "debian: apt install ./$(basename "$DEB") into a minimal trixie root with only the headers ($n0 packages)"
+	(progress_logged debian-minroot-install mchr sh -c "cd /var/tmp/rpcrdma-rs && $APT install ./$(basename "$DEB")") || rc=$?
+	n1=$(mchr dpkg-query -W -f '${Package}\n' | wc -l)
+	ko=$(ls "$m/lib/modules/$KREL/updates/dkms/"rpcrdma.ko* 2>/dev/null | head -n 1)
+	v=$(mchr sh -c "modinfo -F version /lib/modules/$KREL/updates/dkms/rpcrdma.ko*" 2>/dev/null || true)
+	if [ "$rc" = 0 ] && [ -n "$ko" ] && [ "$v" = "$KREL-rs.v$ver-rust" ] &&
+		mchr dkms status "$MOD" -k "$KREL" 2>/dev/null | grep -q ': installed'; then
+		pass "minimal trixie root with only linux-headers-$KREL ($n0 packages): apt install ./$(basename "$DEB") exit 0, its Depends brought $((n1 - n0)) packages, and DKMS built and installed ours ($v) in $((SECONDS - t0)) s"
+	else
+		grep -E "Error|error|Unable|unmet|not found" "$LOGS/debian-minroot-install.log" | tail -n 10 | sed 's/^/    /'
+		cp "$m/var/cache/rpcrdma-rs/logs/"*.log "$LOGS/" 2>/dev/null || true
+		fail "minimal trixie root: apt install ./$(basename "$DEB") exit $rc, module '${ko:-none}' version '$v' ($LOGS/debian-minroot-install.log)"
+	fi
+	rm -rf "$m"
+}
+if [ "$MODE" = minroot ]; then
+	[ -f "$R$DEB" ] || die "no $R$DEB: run 'debian-check.sh packages' first"
+	minimal_root_install
+	[ "$FAILS" = 0 ]
+	exit
+fi
 if [ "$MODE" = vms ]; then
 	[ -f "$T/complete" ] && [ -d "$T/ours/$KREL" ] ||
 		die "no modules trees of a finished 'debian-check.sh packages' run in $T"
@@ -348,16 +414,21 @@ rm -rf "$R/root/pkg" "$R/var/tmp/rpcrdma-rs"
 mkdir -p "$R/root/pkg/rpcrdma-rs" "$R/var/tmp/rpcrdma-rs"
 git -C "$TOP" ls-files -z --cached --others --exclude-standard |
 	(cd "$TOP" && xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$R/root/pkg/rpcrdma-rs"
-if step dpkg-buildpackage sh -c 'cd /root/pkg/rpcrdma-rs && dpkg-buildpackage -us -uc -b' &&
-	cp "$R/root/pkg/${PKG}_${debver}_all.deb" "$R$DEB"; then
-	pass "dpkg-buildpackage -us -uc -b: $(basename "$DEB") ($(stat -c %s "$R$DEB") bytes; Depends: $(dpkg-deb -f "$R$DEB" Depends))"
+# The source package too (native: debian/ is upstream's): dpkg-source -b,
+# then the .dsc unpacked anew must hold the same files (but git's
+# .gitignore files, which dpkg-source leaves out).
+DSC=/root/pkg/rpcrdma-rs_${debver}.dsc
+if step dpkg-buildpackage sh -c 'cd /root/pkg/rpcrdma-rs && dpkg-buildpackage -us -uc' &&
+	cp "$R/root/pkg/${PKG}_${debver}_all.deb" "$R$DEB" &&
+	step dpkg-source-x sh -c "cd /root/pkg/rpcrdma-rs && debian/rules clean && cd .. && rm -rf x && dpkg-source -x $DSC x && diff -r -x .gitignore x rpcrdma-rs && rm -rf x"; then
+	pass "dpkg-buildpackage -us -uc: $(basename "$DSC") ($(cat "$R/root/pkg/rpcrdma-rs_${debver}.tar."* | wc -c) bytes of source, unpacking to the same tree) and $(basename "$DEB") ($(stat -c %s "$R$DEB") bytes; Depends: $(dpkg-deb -f "$R$DEB" Depends))"
 else
 	tail -n 15 "$LOGS/debian-dpkg-buildpackage.log" | sed 's/^/    /'
 	fail "dpkg-buildpackage ($LOGS/debian-dpkg-buildpackage.log)"
 	exit 1
 fi
 rc=0
-chr lintian "$DEB" >"$LOGS/debian-lintian.log" 2>&1 || rc=$?
+chr lintian "$DSC" "$DEB" >"$LOGS/debian-lintian.log" 2>&1 || rc=$?
 sed -n 's/^\([EWI]\): /    lintian \1: /p' "$LOGS/debian-lintian.log"
 known=$(sed -n 's/^\* ``\([a-z0-9-]*\)``: .*/\1/p' "$TOP/debian/README.source")
 errors=$(grep -c '^E: ' "$LOGS/debian-lintian.log" || true)
@@ -367,10 +438,25 @@ if [ "$rc" != 0 ] && [ "$rc" != 2 ]; then
 	tail -n 5 "$LOGS/debian-lintian.log" | sed 's/^/    /'
 	fail "lintian did not run (exit $rc, $LOGS/debian-lintian.log)"
 elif [ "$errors" = 0 ] && [ -z "$unknown" ]; then
-	pass "lintian $(chr dpkg-query -W -f '${Version}' lintian): no error; $(grep -c '^W: ' "$LOGS/debian-lintian.log" || true) warnings, each listed with its reason in debian/README.source"
+	pass "lintian $(chr dpkg-query -W -f '${Version}' lintian) on the source and binary packages: no error; $(grep -c '^W: ' "$LOGS/debian-lintian.log" || true) warnings, each listed with its reason in debian/README.source"
 else
 	fail "lintian: $errors errors, warnings not in debian/README.source: $(echo $unknown) ($LOGS/debian-lintian.log)"
 fi
+# Reproducible: the .deb built again from another directory, under another
+# umask and at another time, must be the same bytes (dh clamps mtimes to
+# the changelog's date; nothing is compiled).
+rc=0
+step dpkg-buildpackage-again sh -c "rm -rf /root/pkg-again && mkdir -p /root/pkg-again &&
+	cp -a /root/pkg/rpcrdma-rs /root/pkg-again/rpcrdma-rs-copy && cd /root/pkg-again/rpcrdma-rs-copy &&
+	umask 0002 && dpkg-buildpackage -us -uc -b" || rc=$?
+a=$(sha256sum <"$R$DEB" | cut -c1-16)
+b=$(sha256sum <"$R/root/pkg-again/${PKG}_${debver}_all.deb" 2>/dev/null | cut -c1-16)
+if [ "$rc" = 0 ] && [ "$a" = "$b" ]; then
+	pass "reproducible: the .deb built again (another directory, umask 0002, $(date +%T)) is the same bytes (sha256 $a...)"
+else
+	fail "not reproducible: the .deb built again (exit $rc) has sha256 ${b:-none}..., the first $a... ($LOGS/debian-dpkg-buildpackage-again.log)"
+fi
+rm -rf "$R/root/pkg-again"
 lap build+lintian
 
 # 2. apt install ./rpcrdma-rs-dkms_*.deb, from the environment as made.
@@ -590,41 +676,131 @@ K72=$(chr apt-cache pkgnames linux-headers-7.2. | sed -n 's/^linux-headers-\(7\.
 K612=$(chr apt-cache depends "linux-headers-amd64/$(chr sh -c '. /etc/os-release; echo $VERSION_CODENAME')" 2>/dev/null |
 	sed -n 's/^ *Depends: linux-headers-\(6\.12\.[0-9]*+deb13-amd64\)$/\1/p' | head -n 1)
 say "debian: headers of other kernels: $KSUP (DKMS must build), ${K72:-no 7.2} and ${K612:-no 6.12} (DKMS must skip)"
-# Its headers arrive while linux-source-7.3 is missing, as a point
-# release's new headers may be configured before its source (apt does not
-# order them): apt must succeed, DKMS skip the kernel (dkms.conf) and the
-# package's hook say why; the source's installation must then build ours
-# for it (the package's trigger on /usr/src).
-rm -rf "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-*
-step source-away dpkg -r linux-source-7.3 || fail "dpkg -r linux-source-7.3 ($LOGS/debian-source-away.log)"
+# A point release, replayed with the packages at hand (the archive has one
+# 7.3.x): linux-source-7.3 re-versioned ($SV+rs1, the same tarball) stands
+# for the archive's source having moved on, the cloud flavour's headers
+# ($SV) for a kernel whose source is not installed, as a point release's
+# new headers configured before its source (apt does not order them) or
+# the previous kernel's once the archive moved past it. Then:
+#  - the cloud headers' installation: apt exit 0, DKMS skips the kernel
+#    (dkms.conf), the package's hook says why and marks it;
+#  - the package's own upgrade N -> N+1 (a copy of this tree re-versioned
+#    $ver+upgrade1) with both kernels installed: apt exit 0, $KREL rebuilt
+#    from its cached tree (its source has moved on), the cloud one still
+#    skipped with the reason;
+#  - the source of the cloud kernel's version installed: the package's
+#    trigger on /usr/src builds N+1 for it;
+#  - the roll back N+1 -> N (apt install --allow-downgrades): both kernels
+#    rebuilt, N's version string in both.
+SV=$(chr dpkg-query -W -f='${Version}' linux-source-7.3)
+SRC_DEB=/var/cache/apt/archives/linux-source-7.3_${SV}_all.deb
+NEXT=$ver+upgrade1
+NEXT_DEB=/var/tmp/rpcrdma-rs/${PKG}_${NEXT}_all.deb
+rm -rf "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-* "$R/root/src-next" "$R/root/pkg-next"
+rc=0
+# fetched PKG=VERSION: its .deb in apt's archive, downloaded if apt did not
+# keep it.
+fetched() { echo "[ -f /var/cache/apt/archives/\$(echo '$1' | sed 's/=/_/; s/:/%3a/')_*.deb ] || (cd /var/cache/apt/archives && apt-get -o APT::Sandbox::User=root download '$1')"; }
+step source-next sh -c "$(fetched "linux-source-7.3=$SV") && dpkg-deb -R $SRC_DEB /root/src-next &&
+	sed -i 's/^Version: .*/Version: $SV+rs1/' /root/src-next/DEBIAN/control &&
+	dpkg-deb -Znone -b /root/src-next /root/linux-source-next.deb >/dev/null && rm -rf /root/src-next &&
+	$APT install /root/linux-source-next.deb && apt-mark auto linux-source-7.3" || rc=$?
+[ "$rc" = 0 ] && [ "$(chr dpkg-query -W -f='${Version}' linux-source-7.3)" = "$SV+rs1" ] ||
+	fail "the re-versioned linux-source-7.3 ($SV+rs1) does not install: exit $rc ($LOGS/debian-source-next.log)"
 rc=0
 step headers-supported $APT install "linux-headers-$KSUP" || rc=$?
 said=$(grep -m1 "^rpcrdma-rs-dkms: not built for $KSUP: not yet" "$LOGS/debian-headers-supported.log" || true)
 left=$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/ 2>/dev/null" || true)
 if [ "$rc" = 0 ] && grep -q "^Autoinstall on $KSUP was skipped for module(s) rpcrdma-rs" "$LOGS/debian-headers-supported.log" &&
 	[ -n "$said" ] && [ -z "$left" ]; then
-	pass "apt install linux-headers-$KSUP without linux-source-7.3: exit 0; DKMS skipped it, and the package's hook said: '$said'"
+	pass "apt install linux-headers-$KSUP ($SV) with linux-source-7.3 $SV+rs1 installed: exit 0; DKMS skipped it, and the package's hook said: '$said'"
 else
 	grep -E "^Autoinstall|rpcrdma-rs-dkms|Error|error" "$LOGS/debian-headers-supported.log" | tail -n 10 | sed 's/^/    /'
-	fail "apt install linux-headers-$KSUP without linux-source-7.3: exit $rc, not the logged skip expected ($LOGS/debian-headers-supported.log)"
+	fail "apt install linux-headers-$KSUP with another linux-source-7.3: exit $rc, not the logged skip expected ($LOGS/debian-headers-supported.log)"
 fi
+# N+1: this tree with a changelog entry and dkms.conf's version moved on.
 rc=0
-# Back as apt had it: brought by our Recommends (auto), so that the next
-# run's baseline removes it and the install proves the Recommends again.
-step source-back sh -c "$APT install /var/cache/apt/archives/linux-source-7.3_*.deb && apt-mark auto linux-source-7.3" || rc=$?
+step build-next sh -c "mkdir -p /root/pkg-next && cp -a /root/pkg/rpcrdma-rs /root/pkg-next/ && cd /root/pkg-next/rpcrdma-rs &&
+	sed -i 's/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$NEXT\"/' dkms.conf &&
+	{ printf '%s\n\n  * %s\n\n -- %s  %s\n\n' 'rpcrdma-rs ($NEXT) unstable; urgency=medium' \
+		'Test upgrade (scripts/debian-check.sh).' 'rpcrdma-rs tests <tests@invalid>' \"\$(date -R)\"; cat debian/changelog; } >c &&
+	mv c debian/changelog && dpkg-buildpackage -us -uc -b >/dev/null && cp ../${PKG}_${NEXT}_all.deb $NEXT_DEB" || rc=$?
+[ "$rc" = 0 ] || fail "the package N+1 ($NEXT) does not build ($LOGS/debian-build-next.log)"
+# modversion KREL: the version string of our rpcrdma.ko in KREL's
+# updates/dkms (the cloud flavour has headers only, no modules.dep for
+# modinfo -k to look it up by name).
+modversion() { chr sh -c "modinfo -F version /lib/modules/$1/updates/dkms/rpcrdma.ko* 2>/dev/null" || true; }
+rc=0
+step upgrade-next sh -c "cd ${NEXT_DEB%/*} && $APT install ./$(basename "$NEXT_DEB")" || rc=$?
+v1=$(modversion "$KREL")
+said=$(grep -m1 "^rpcrdma-rs-dkms: not built for $KSUP: not yet" "$LOGS/debian-upgrade-next.log" || true)
+if [ "$rc" = 0 ] && [ "$v1" = "$KREL-rs.v$NEXT-rust" ] && [ -n "$said" ] &&
+	[ -z "$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/ 2>/dev/null" || true)" ]; then
+	pass "package upgrade $ver -> $NEXT with the source moved on ($SV+rs1): apt exit 0; $KREL rebuilt from its cached tree ($v1); $KSUP still skipped: '$said'"
+else
+	grep -E "rpcrdma-rs|Error|error" "$LOGS/debian-upgrade-next.log" | tail -n 10 | sed 's/^/    /'
+	fail "package upgrade $ver -> $NEXT: apt exit $rc; $KREL has '$v1'; the skip line for $KSUP: '$said' ($LOGS/debian-upgrade-next.log)"
+fi
+# The running release rebuilt in place: its headers again, in another
+# Debian version ($SV+rs1, the same files), as a kernel package rebuilt
+# with the same release name arrives. DKMS keeps the module it installed
+# (no MODVERSIONS to catch a changed layout): the package's hook must
+# rebuild it against the new headers (a tree regenerated from the source
+# of their version, which is $SV+rs1 here), and the package's trigger
+# must drop the tree made for the old ones. The environment's headers
+# return to $SV at the end of the run (after the purge: no rebuild then).
+HDR_DEB=/var/cache/apt/archives/linux-headers-${KREL}_${SV}_amd64.deb
+rc=0
+step headers-rebuilt sh -c "$(fetched "linux-headers-$KREL=$SV") && rm -rf /root/hdr-next && dpkg-deb -R $HDR_DEB /root/hdr-next &&
+	sed -i 's/^Version: .*/Version: $SV+rs1/' /root/hdr-next/DEBIAN/control &&
+	dpkg-deb -b /root/hdr-next /root/linux-headers-next.deb >/dev/null && rm -rf /root/hdr-next &&
+	$APT install /root/linux-headers-next.deb" || rc=$?
+said=$(grep -m1 "^rpcrdma-rs-dkms: rebuilt and installed our rpcrdma.ko for $KREL against headers $SV+rs1" "$LOGS/debian-headers-rebuilt.log" || true)
+pruned=$(grep -m1 "^rpcrdma-rs-dkms: removed the kernel tree cached for $KREL .*: it was made for its headers $SV, now $SV+rs1" "$LOGS/debian-headers-rebuilt.log" || true)
+against=$(cat "$R/var/cache/rpcrdma-rs/built-against/$KREL" 2>/dev/null || true)
+v1=$(modversion "$KREL")
+if [ "$rc" = 0 ] && [ -n "$said" ] && [ -n "$pruned" ] && [ "$against" = "$SV+rs1" ] && [ "$v1" = "$KREL-rs.v$NEXT-rust" ]; then
+	pass "$KREL rebuilt in place (its headers again as $SV+rs1): apt exit 0; the package's hook rebuilt ours against them ('$said'), and the tree made for $SV went ('${pruned#rpcrdma-rs-dkms: }')"
+else
+	grep -E "rpcrdma-rs|Error|error" "$LOGS/debian-headers-rebuilt.log" | tail -n 10 | sed 's/^/    /'
+	fail "$KREL rebuilt in place: apt exit $rc; built against '$against', module '$v1'; rebuild line '$said', pruned '$pruned' ($LOGS/debian-headers-rebuilt.log)"
+fi
+rm -f "$R/root/linux-headers-next.deb"
+rc=0
+step source-back sh -c "$APT install --allow-downgrades $SRC_DEB && apt-mark auto linux-source-7.3" || rc=$?
 ko2=$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/rpcrdma.ko* 2>/dev/null" | head -n 1)
+v2=$(modversion "$KSUP")
 if [ "$rc" = 0 ] && grep -q "^rpcrdma-rs-dkms: installed our rpcrdma.ko into $KSUP" "$LOGS/debian-source-back.log" &&
-	[ -n "$ko2" ]; then
-	pass "apt install linux-source-7.3 then: exit 0; the package's trigger built and installed ours for $KSUP ($ko2)"
-	modinfo_ok "$KSUP" "$ko2"
+	[ -n "$ko2" ] && [ "$v2" = "$KSUP-rs.v$NEXT-rust" ]; then
+	pass "apt install linux-source-7.3=$SV then: exit 0; the package's trigger built and installed ours ($NEXT) for $KSUP ($ko2)"
 else
 	grep -E "rpcrdma-rs-dkms|Error|error" "$LOGS/debian-source-back.log" | tail -n 10 | sed 's/^/    /'
-	fail "apt install linux-source-7.3 then: exit $rc, module for $KSUP '${ko2:-none}' ($LOGS/debian-source-back.log)"
+	fail "apt install linux-source-7.3=$SV then: exit $rc, module for $KSUP '${ko2:-none}' version '$v2' ($LOGS/debian-source-back.log)"
 fi
+rc=0
+t0=$SECONDS
+step rollback sh -c "cd ${DEB%/*} && $APT install --allow-downgrades ./$(basename "$DEB")" || rc=$?
+v1=$(modversion "$KREL")
+v2=$(modversion "$KSUP")
+if [ "$rc" = 0 ] && [ "$v1" = "$KREL-rs.v$ver-rust" ] && [ "$v2" = "$KSUP-rs.v$ver-rust" ]; then
+	pass "roll back $NEXT -> $ver (apt install --allow-downgrades): exit 0; both kernels rebuilt in $((SECONDS - t0)) s ($v1, $v2)"
+	modinfo_ok "$KSUP" "$(chr sh -c "ls /lib/modules/$KSUP/updates/dkms/rpcrdma.ko*" | head -n 1)"
+else
+	grep -E "rpcrdma-rs|Error|error" "$LOGS/debian-rollback.log" | tail -n 10 | sed 's/^/    /'
+	fail "roll back $NEXT -> $ver: apt exit $rc; $KREL has '$v1', $KSUP '$v2' ($LOGS/debian-rollback.log)"
+fi
+rm -rf "$R/root/pkg-next" "$R/root/linux-source-next.deb" "$R$NEXT_DEB"
 lap supported-kernel
+# The hook's notice goes to the system log too (logger): a stand-in logger
+# ahead of util-linux's in PATH records what it is given, then passes it on.
+LOGGER_SHIM=/usr/sbin/logger
 if [ -n "$K72" ] && [ -n "$K612" ]; then
 	rc=0
+	printf '#!/bin/sh\nprintf "%%s\\n" "$*" >>/root/logger-calls.txt\nexec /usr/bin/logger "$@"\n' >"$R$LOGGER_SHIM"
+	chmod 755 "$R$LOGGER_SHIM"
+	rm -f "$R/root/logger-calls.txt"
 	step headers-unsupported $APT install "linux-headers-$K72" "linux-headers-$K612" || rc=$?
+	rm -f "$R$LOGGER_SHIM"
 	for k in "$K72" "$K612"; do
 		why=$(chr sh -c "grep -E '^CONFIG_RUST=y' /lib/modules/$k/build/.config >/dev/null &&
 			echo 'not the 7.3 series (BUILD_EXCLUSIVE_KERNEL)' || echo 'no CONFIG_RUST (BUILD_EXCLUSIVE_CONFIG)'")
@@ -633,6 +809,12 @@ if [ -n "$K72" ] && [ -n "$K612" ]; then
 		if [ "$rc" = 0 ] && grep -q "^Autoinstall on $k was skipped for module(s) rpcrdma-rs" "$LOGS/debian-headers-unsupported.log" &&
 			[ -n "$said" ] && [ -z "$left" ]; then
 			pass "apt install linux-headers-$k: exit 0; DKMS skipped it ($why), and the package's hook said: '$said'"
+			if grep -q "^rpcrdma-rs-dkms: NOTICE: booted into $k, this server's NFS over RDMA runs the kernel's own (C) rpcrdma.ko" "$LOGS/debian-headers-unsupported.log" &&
+				grep -q -- "-t rpcrdma-rs-dkms -p user.warning -- NOTICE: booted into $k" "$R/root/logger-calls.txt" 2>/dev/null; then
+				pass "$k: the hook's notice that it runs Debian's C module stands out at the installation and went to the system log (logger -p user.warning)"
+			else
+				fail "$k: no notice that it runs Debian's C module, at the installation or in the system log ($LOGS/debian-headers-unsupported.log)"
+			fi
 		else
 			grep -E "^Autoinstall|BUILD_EXCLUSIVE|Error" "$LOGS/debian-headers-unsupported.log" | tail -n 6 | sed 's/^/    /'
 			fail "apt install linux-headers-$k: exit $rc, no skip line or no reason for $k ('$said'), or a module was left: '$left' ($LOGS/debian-headers-unsupported.log)"
@@ -646,27 +828,20 @@ lap unsupported-kernels
 # The package's autopkgtest (debian/tests), as Debian's CI runs it, on the
 # installed package with the four kernels' headers present.
 rc=0
-step autopkgtest autopkgtest "$DEB" /root/pkg/rpcrdma-rs/ -- null || rc=$?
-grep -E '^(PASS|FAIL|SKIP) |^dkms-modinfo ' "$LOGS/debian-autopkgtest.log" | sed 's/^/    autopkgtest: /' || true
+# Only the package's own tests (--no-auto-control): the generic one of
+# autopkgtest-pkg-dkms purges the package first, and with it the cached
+# kernel trees (about 5 min each to regenerate). load-module needs a machine
+# of its own (isolation-machine), which the null runner is not: autopkgtest
+# skips it here (exit 2), and the Debian VM of ours runs it (step 5).
+step autopkgtest autopkgtest --no-auto-control "$DEB" /root/pkg/rpcrdma-rs/ -- null || rc=$?
+grep -E '^(PASS|FAIL|SKIP) |^(dkms-modinfo|load-module) ' "$LOGS/debian-autopkgtest.log" | sed 's/^/    autopkgtest: /' || true
 ran=$(grep -c '^PASS ' "$LOGS/debian-autopkgtest.log" || true)
 skipped=$(grep -c '^SKIP ' "$LOGS/debian-autopkgtest.log" || true)
-if [ "$rc" = 0 ] && grep -qE '^dkms-modinfo +PASS' "$LOGS/debian-autopkgtest.log" && [ "$ran" = 2 ] && [ "$skipped" = 2 ]; then
-	pass "autopkgtest (null): dkms-modinfo PASS, 2 kernels built and read by modinfo, 2 skipped"
+if [ "$rc" = 2 ] && grep -qE '^dkms-modinfo +PASS' "$LOGS/debian-autopkgtest.log" &&
+	grep -qE '^load-module +SKIP .*isolation-machine' "$LOGS/debian-autopkgtest.log" && [ "$ran" = 2 ] && [ "$skipped" = 2 ]; then
+	pass "autopkgtest (null): dkms-modinfo PASS, 2 kernels built and read by modinfo, 2 skipped; load-module left to the VM (isolation-machine)"
 else
-	fail "autopkgtest: exit $rc, $ran kernels passed (want 2), $skipped skipped (want 2) ($LOGS/debian-autopkgtest.log)"
-fi
-# The other kernels' headers go again (DKMS's module for the cloud kernel
-# stays until the package is removed, as on a real system).
-# shellcheck disable=SC2046
-step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
-# Their regenerated kernel trees (about 2 GB each) go with them: the
-# package's trigger on /usr/lib/modules; the running release's stays.
-gone=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-* 2>/dev/null || true)
-kept=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KREL"-* 2>/dev/null || true)
-if [ -z "$gone" ] && [ -n "$kept" ] && grep -q "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log"; then
-	pass "headers of $KSUP purged: its cached kernel tree went with them ($(grep -m1 "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log" | sed 's/.*(\([0-9?]* MB\).*/\1/')), $KREL's stays"
-else
-	fail "headers of $KSUP purged: cached trees left ${gone:-none}, $KREL's ${kept:-missing} ($LOGS/debian-headers-purge.log)"
+	fail "autopkgtest: exit $rc (want 2: load-module skipped), $ran kernels passed (want 2), $skipped skipped (want 2) ($LOGS/debian-autopkgtest.log)"
 fi
 lap autopkgtest
 
@@ -721,6 +896,28 @@ other_stack() {
 }
 other_stack
 lap other-rdma-stack
+# The other kernels' headers go again (after the other RDMA stack's test,
+# which checks that the cloud kernel keeps ours). The cloud kernel has
+# headers only here, so with them it is gone whole: our module must go
+# from its /lib/modules (the package's trigger; DKMS's own hook removes it
+# only with a kernel's image package), and its regenerated tree (about
+# 2 GB) too; the running release's stays.
+# shellcheck disable=SC2046
+step headers-purge apt-get purge -y $(extra_headers) || fail "apt-get purge of the other kernels' headers ($LOGS/debian-headers-purge.log)"
+gone=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KSUP"-* 2>/dev/null || true)
+kept=$(ls -d "$R"/var/cache/rpcrdma-rs/kernels/"$KREL"-* 2>/dev/null || true)
+if [ -z "$gone" ] && [ -n "$kept" ] && grep -q "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log"; then
+	pass "headers of $KSUP purged: its cached kernel tree went with them ($(grep -m1 "removed the kernel tree cached for $KSUP" "$LOGS/debian-headers-purge.log" | sed 's/.*(\([0-9?]* MB\).*/\1/')), $KREL's stays"
+else
+	fail "headers of $KSUP purged: cached trees left ${gone:-none}, $KREL's ${kept:-missing} ($LOGS/debian-headers-purge.log)"
+fi
+if [ ! -e "$R/lib/modules/$KSUP" ] && [ -z "$(chr dkms status "$MOD" -k "$KSUP" 2>/dev/null)" ] &&
+	grep -q "^rpcrdma-rs-dkms: removed our rpcrdma.ko from $KSUP: its modules and headers are gone" "$LOGS/debian-headers-purge.log"; then
+	pass "$KSUP gone whole (it had headers only): nothing of ours left under /lib/modules/$KSUP, and DKMS has no build for it"
+else
+	fail "$KSUP gone whole: left $(ls -R "$R/lib/modules/$KSUP" 2>/dev/null | grep -c .) entries under /lib/modules/$KSUP; dkms status: '$(chr dkms status "$MOD" -k "$KSUP" 2>/dev/null)' ($LOGS/debian-headers-purge.log)"
+fi
+lap headers-purge
 # 6. Remove, reinstall, purge (the VMs run on their own copy of the tree).
 rc=0
 step apt-remove $APT remove "$PKG" || rc=$?
@@ -757,7 +954,10 @@ if [ "$rc" = 0 ] && [[ $k == "/lib/modules/$KREL/$STOCK_KO"* ]] && [ -z "$left" 
 else
 	fail "apt remove --purge $PKG: exit $rc; modinfo -n rpcrdma is '$k'; left: '$left' ($LOGS/debian-apt-purge.log)"
 fi
+restore_headers
 lap remove-reinstall-purge
+minimal_root_install
+lap minimal-root
 
 NICE=
 if [ "$MODE" = all ]; then

@@ -11,6 +11,9 @@
 #           dh-dkms, lintian, autopkgtest). The module's toolchain (rustc,
 #           bindgen, dkms, ...) is not there: installing the package
 #           (debian/control's Depends) brings it. Prints its dir
+#   minroot a minimal trixie server with trixie-backports and the kernel's
+#           headers only (apt, Recommends on), for proving the package's
+#           Depends; prints its dir
 #   kernel  Debian's unmodified vmlinuz and modules tree from the
 #           linux-image package, plus a small initramfs that loads the
 #           virtio/9p modules a 9p root needs; prints its dir
@@ -35,6 +38,7 @@ INITRAMFS_MODULES="9pnet_virtio 9p"
 # Cache keys: the build environment changes with the package list, the
 # kernel dir with this script's initramfs part.
 ENV_KEY=$(echo "$SUITE $ENV_PKGS linux-headers linux-modules" | sha256sum | cut -c1-8)
+MINROOT_KEY=$(sed -n '/^minimal_root()/,/^}/p' "$0" | sha256sum | cut -c1-8)
 KERNEL_KEY=$(sed -n '/^debian_kernel()/,/^}/p' "$0" | cat - <(echo "$INITRAMFS_MODULES") | sha256sum | cut -c1-8)
 
 # The target kernel, as the host's apt sees trixie-backports (scripts/setup.sh
@@ -61,6 +65,19 @@ in_chroot() {
 			LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"' bash "$r" "$@"
 }
 
+# sources DIR: trixie, its updates and backports, as a server taking its
+# kernel from trixie-backports has them.
+sources() {
+	cat >"$1/etc/apt/sources.list.d/debian.sources" <<-EOT
+	Types: deb
+	URIs: $MIRROR
+	Suites: $SUITE $SUITE-updates $SUITE-backports
+	Components: main
+	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOT
+	rm -f "$1/etc/apt/sources.list"
+}
+
 # The environment: a trixie server with its kernel's headers, plus the
 # packaging tools; all Debian's.
 build_env() {
@@ -76,14 +93,7 @@ build_env() {
 	mkdir -p "$r"
 	say "Debian build environment: debootstrap $SUITE into $r (~1 min)" >&2
 	progress_logged debian-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
-	cat >"$r/etc/apt/sources.list.d/debian.sources" <<-EOT
-	Types: deb
-	URIs: $MIRROR
-	Suites: $SUITE $SUITE-updates $SUITE-backports
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-	EOT
-	rm -f "$r/etc/apt/sources.list"
+	sources "$r"
 	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
 	say "Debian build environment: installing linux-headers-$DEB_KREL, linux-modules-$DEB_KREL, debhelper, dh-dkms, lintian, autopkgtest (~2 min)" >&2
 	# shellcheck disable=SC2086 # the package list splits
@@ -92,6 +102,33 @@ build_env() {
 	in_chroot "$r" dpkg-query -W debhelper dh-dkms lintian "linux-headers-$DEB_KREL" >"$r/.versions"
 	touch "$r/.complete"
 	say "Debian build environment: ready ($(tr '\t' ' ' <"$r/.versions" | paste -sd, | sed 's/,/, /g'))" >&2
+	echo "$r"
+}
+
+# A minimal server: trixie's minbase with trixie-backports in its sources
+# and the kernel's headers installed as an admin would (apt install
+# linux-headers-<release>, Recommends on), nothing else. Installing the
+# package into a copy of it proves that its Depends alone bring everything
+# a DKMS build needs (the environment above has the packaging tools too,
+# which bring a compiler, make, perl, python3...). Prints its dir.
+minimal_root() {
+	target
+	local r=$CACHE/debian/minroot-$SUITE-$DEB_VERSION-$MINROOT_KEY
+	if [ -f "$r/.complete" ]; then
+		say "Debian minimal root: $r (cached)" >&2
+		echo "$r"
+		return
+	fi
+	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
+	rm -rf "$r"
+	mkdir -p "$r"
+	say "Debian minimal root: debootstrap --variant=minbase $SUITE into $r, then linux-headers-$DEB_KREL (~3 min)" >&2
+	progress_logged debian-minroot-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
+	sources "$r"
+	run_logged debian-minroot-apt-update in_chroot "$r" apt-get update >&2
+	progress_logged debian-minroot-headers in_chroot "$r" apt-get install -y "linux-headers-$DEB_KREL" >&2
+	in_chroot "$r" dpkg-query -W -f '${Package}\n' | wc -l >"$r/.packages"
+	touch "$r/.complete"
 	echo "$r"
 }
 
@@ -161,6 +198,7 @@ debian_kernel() {
 
 case "${1:-}" in
 env) build_env ;;
+minroot) minimal_root ;;
 kernel) debian_kernel ;;
 chroot)
 	shift
@@ -168,5 +206,5 @@ chroot)
 	in_chroot "$r" "$@"
 	;;
 target) target; echo "$DEB_KREL $DEB_VERSION" ;;
-*) die "usage: debian-env.sh env|kernel|target|chroot CMD..." ;;
+*) die "usage: debian-env.sh env|minroot|kernel|target|chroot CMD..." ;;
 esac

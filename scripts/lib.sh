@@ -10,9 +10,21 @@ KVER_PKG=7.3                      # Debian linux-source-<KVER_PKG>
 LLVM_SUFFIX=-19
 TOOLS=$CACHE/tools
 LOGS=$CACHE/logs
-export PATH=$TOOLS/bin:$HOME/.cargo/bin:$PATH
+# The workbench's own tools (rustup's, bindgen-cli) come first. Not for a
+# build into the system cache (DKMS, as root from apt or a kernel hook):
+# there a preserved $HOME (sudo -E, automation) must not supply a root
+# build's tools; the distribution's are used, and checked by version.
+if [ "$CACHE" != /var/cache/rpcrdma-rs ]; then
+	export PATH=$TOOLS/bin:$HOME/.cargo/bin:$PATH
+fi
+# bindgen loads this libclang (the Debian package depends on libclang-19-dev
+# for it).
 export LIBCLANG_PATH=/usr/lib/llvm${LLVM_SUFFIX}/lib
 mkdir -p "$CACHE" "$TOOLS" "$LOGS"
+# Parallel jobs of the kernel and module builds: RPCRDMA_JOBS (dkms.conf
+# passes DKMS's parallel_jobs), else one per CPU.
+JOBS=${RPCRDMA_JOBS:-$(nproc)}
+case $JOBS in '' | *[!0-9]* | 0) JOBS=$(nproc) ;; esac
 
 say()  { printf '==> %s\n' "$*"; }
 warn() { printf '!!! %s\n' "$*" >&2; }

@@ -59,6 +59,8 @@ exports_gate() {
 # cached: a tree made before is used as it is (the script ends here).
 cached() {
 	[ -f "$K/.complete" ] || return 0
+	# Trees made before the mark existed get it (their key holds it).
+	[ -z "$want_ver" ] || [ -f "$K/.headers-version" ] || echo "$want_ver" >"$K/.headers-version"
 	say "kernel $KREL: Rust metadata and sources regenerated before, in $K (cached)" >&2
 	exports_gate
 	emit
@@ -131,12 +133,15 @@ d=$(diff <(grep -v '^CONFIG_CC_VERSION_TEXT=' "$HDR/.config" | grep '^CONFIG_') 
 [ -z "$d" ] || die "the kernel's .config changes when regenerated here, so this toolchain or source is not the kernel's:
 $d"
 run_logged kernel-rustavailable "${KMAKE[@]}" rustavailable >&2
-progress_logged kernel-modules-prepare "${KMAKE[@]}" -j"$(nproc)" modules_prepare >&2
+progress_logged kernel-modules-prepare "${KMAKE[@]}" -j"$JOBS" modules_prepare >&2
 
 exports_gate
 # modpost checks the module against the real kernel's exports; module BTF
 # is generated against the real kernel's vmlinux when the headers have it.
 cp "$HDR/Module.symvers" "$K/build/Module.symvers"
 [ -f "$HDR/vmlinux" ] && ln -sf "$HDR/vmlinux" "$K/build/vmlinux"
+# The headers' Debian version the tree was made for, which the Debian
+# package's kernel-support and cache pruning read (the key is a hash).
+[ -z "$want_ver" ] || echo "$want_ver" >"$K/.headers-version"
 touch "$K/.complete"
 emit

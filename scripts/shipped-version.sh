@@ -23,7 +23,8 @@
 MODE=${1:-check}
 REC=$TOP/debian/shipped-files.sha256
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$TOP/dkms.conf")
-debver=$(sed -n '1s/^[^ ]* (\([^)-]*\)-[^)]*).*/\1/p' "$TOP/debian/changelog")
+# A native version (0.6.1) or a Debian revision's upstream part (0.6.1-1).
+debver=$(sed -n '1s/^[^ ]* (\([^)-]*\)\(-[^)]*\)\{0,1\}).*/\1/p' "$TOP/debian/changelog")
 [ -n "$ver" ] && [ "$ver" = "$debver" ] ||
 	die "dkms.conf's PACKAGE_VERSION ($ver) is not debian/changelog's upstream version ($debver)"
 
@@ -34,7 +35,8 @@ shipped() {
 		awk 'NF { print $1 }' "$TOP/debian/rpcrdma-rs-dkms.install"
 		printf '%s\n' dkms.conf debian/control debian/rules debian/rpcrdma-rs-dkms.postrm \
 			debian/rpcrdma-rs-dkms.postinst debian/rpcrdma-rs-dkms.triggers \
-			debian/rpcrdma-rs-dkms.dkms debian/rpcrdma-rs-dkms.install debian/source/format
+			debian/rpcrdma-rs-dkms.dkms debian/rpcrdma-rs-dkms.install debian/rpcrdma-rs-dkms.links \
+			debian/source/format
 	} | while read -r p; do
 		[ -e "$TOP/$p" ] || die "shipped path $p does not exist"
 		# What the package build copies (debian-check.sh: git's files,

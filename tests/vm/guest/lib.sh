@@ -94,6 +94,18 @@ load_installed_rpcrdma() {
 		*) fail "$loader --status exits $sb_rc for a $1 run: $sb" ;;
 		esac
 	fi
+	# The package's own autopkgtest that needs a machine (isolation-machine):
+	# its verdict on this boot, then the checks below.
+	if [ -n "${rs_pkgroot:-}" ] && [ "$1" = rust ]; then
+		t_rc=0
+		t_out=$(/work/debian/tests/load-module 2>&1) || t_rc=$?
+		echo "$t_out" | sed 's/^/    load-module: /'
+		if [ "$t_rc" = 0 ]; then
+			pass "the package's autopkgtest load-module passes on $(uname -r)"
+		else
+			fail "the package's autopkgtest load-module exits $t_rc on $(uname -r)"
+		fi
+	fi
 	modprobe rpcrdma || { fail "modprobe rpcrdma"; return 1; }
 	file=$(modinfo -n rpcrdma)
 	version=$(cat /sys/module/rpcrdma/version 2>/dev/null || echo none)
