@@ -28,7 +28,7 @@
 
 use crate::abstractions::events;
 use crate::abstractions::send_ctxt::{
-    abandon_unreturned, release_unreturned_chunk_io, report_refused_put, take_unreturned, Ctxt,
+    abandon_unreturned, queue_unreturned, release_unreturned_chunk_io, report_refused_put, Ctxt,
     CtxtState, HeldAtTeardown, IdleCtxt,
 };
 use crate::abstractions::xprt::{Drained, Rdma, SendQueueGone};
@@ -199,25 +199,15 @@ pub(crate) struct Unreturned {
 /// (someone may still hold it) and reported.
 pub(crate) fn reclaim_unreturned(gone: &SendQueueGone<'_>) -> Unreturned {
     let mut found = Unreturned::default();
-    let taken = take_unreturned(gone, |state| match state {
-        CtxtState::Posted => found.posted = found.posted.saturating_add(1),
-        CtxtState::Orphan => found.parked = found.parked.saturating_add(1),
-        _ => found.other = found.other.saturating_add(1),
-    });
-    for ctxt in taken {
-        if ctxt.ctxt().state() == Some(CtxtState::Posted) {
-            let cid = ctxt.ctxt().cid();
-            kernel::pr_warn!(
-                "teardown: Send cq.id={} cid={} ({} WRs, {} pages) never completed: reclaimed\n",
-                cid.ci_queue_id,
-                cid.ci_completion_id,
-                ctxt.ctxt().sqecount(),
-                ctxt.ctxt().page_count()
-            );
-            stats::add(&stats::CTXTS_RECLAIMED, 1);
-        }
-        ctxt.queue_at_teardown();
-    }
+    queue_unreturned(
+        gone,
+        |state| match state {
+            CtxtState::Posted => found.posted = found.posted.saturating_add(1),
+            CtxtState::Orphan => found.parked = found.parked.saturating_add(1),
+            _ => found.other = found.other.saturating_add(1),
+        },
+        report_reclaimed,
+    );
     if found.other > 0 {
         kernel::pr_warn!(
             "transport teardown: {} send ctxts still held elsewhere\n",
@@ -225,6 +215,23 @@ pub(crate) fn reclaim_unreturned(gone: &SendQueueGone<'_>) -> Unreturned {
         );
     }
     found
+}
+
+/// Warns about, and counts, a ctxt taken at teardown whose Send never
+/// completed (a parked one was expected there, and is not reported).
+fn report_reclaimed(ctxt: &Ctxt<'_>) {
+    if ctxt.state() != Some(CtxtState::Posted) {
+        return;
+    }
+    let cid = ctxt.cid();
+    kernel::pr_warn!(
+        "teardown: Send cq.id={} cid={} ({} WRs, {} pages) never completed: reclaimed\n",
+        cid.ci_queue_id,
+        cid.ci_completion_id,
+        ctxt.sqecount(),
+        ctxt.page_count()
+    );
+    stats::add(&stats::CTXTS_RECLAIMED, 1);
 }
 
 /// `svc_rdma_send_ctxt_put`: queues `ctxt` for deferred release (see

@@ -179,18 +179,25 @@ unsafe fn transport_of(c: *mut sys::svc_rdma_send_ctxt) -> *mut sys::svcxprt_rdm
     unsafe { (*c).sc_rdma }
 }
 
-/// Takes the ctxts of the transport whose QP `gone` proves destroyed that
-/// are marked posted (their completion can no longer come) or parked
-/// after a partial post: nothing of them is in flight, and nobody else
-/// holds them. `seen` is told the state of every ctxt of the transport
-/// not on its free list, taken or not (for the teardown's report).
-pub(crate) fn take_unreturned<'a>(
+/// Queues for release the ctxts of the transport whose QP `gone` proves
+/// destroyed that are marked posted (their completion can no longer come)
+/// or parked after a partial post: nothing of them is in flight, and
+/// nobody else holds them. `seen` is told the state of every ctxt of the
+/// transport not on its free list, queued or not (for the teardown's
+/// report); `taking` is shown each ctxt taken, just before it is queued
+/// ([`IdleCtxt::queue_at_teardown`]). The queueing happens here, not in
+/// the caller: a taken ctxt handed out (an iterator, as before) could be
+/// dropped instead, and its put, refused while it is marked posted, would
+/// leave it listed as posted after its transport is freed, for the next
+/// transport allocated at that address to take as its own.
+pub(crate) fn queue_unreturned<'a>(
     gone: &SendQueueGone<'a>,
     mut seen: impl FnMut(CtxtState),
-) -> impl Iterator<Item = IdleCtxt<'a>> {
+    mut taking: impl FnMut(&Ctxt<'a>),
+) {
     let rdma = gone.rdma().as_ptr();
     let mut taken = CtxtChain::new();
-    let _guard = all_ctxts_lock().lock();
+    let guard = all_ctxts_lock().lock();
     // SAFETY: we hold the lock and unlist nothing.
     for (c, state) in unsafe { listed_ctxts() } {
         let Some(state) = CtxtState::from_repr(state) else {
@@ -208,8 +215,13 @@ pub(crate) fn take_unreturned<'a>(
             taken.push(Ctxt(unsafe { NonNull::new_unchecked(c) }, PhantomData));
         }
     }
-    // INVARIANT: nothing of a taken ctxt can be in flight (`gone`).
-    taken.map(IdleCtxt)
+    drop(guard);
+    for ctxt in taken {
+        // INVARIANT: nothing of a taken ctxt can be in flight (`gone`).
+        let idle = IdleCtxt(ctxt);
+        taking(idle.ctxt());
+        idle.queue_at_teardown();
+    }
 }
 
 /// Whether a ctxt in `state` may still have work requests on its QP that

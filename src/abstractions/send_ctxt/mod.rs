@@ -45,7 +45,7 @@ use ledger::*;
 use post::send_done;
 
 pub(crate) use ledger::{
-    abandon_unreturned, census, release_unreturned_chunk_io, take_unreturned, CtxtState,
+    abandon_unreturned, census, queue_unreturned, release_unreturned_chunk_io, CtxtState,
     HeldAtTeardown,
 };
 pub(crate) use list::{CtxtChain, CtxtList};
@@ -669,7 +669,7 @@ impl<'r> Ctxt<'r> {
 
     /// Records where the ctxt is going. Private to the layer: the state
     /// word is what teardown trusts to tell whether anybody holds a ctxt
-    /// (`take_unreturned`), so only the layer's own transitions write it.
+    /// (`queue_unreturned`), so only the layer's own transitions write it.
     fn set_state(&self, state: CtxtState) {
         // SAFETY: the ledger's state word, which only the ctxt's holder
         // (we) writes (`Ledger` invariants); volatile, as `WRITE_ONCE`.
