@@ -599,37 +599,43 @@ else
 fi
 lap checks
 
-# The copies of the modules trees the VMs of step 5 boot with (see above);
-# in "all", the VMs run in the background while steps 3, 4 and 6 run (they
-# are single-threaded TCG: they leave the other core to the builds, which
-# run niced).
-rm -rf "$T"
-mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
-cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
-cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
-package_files ours
-ln -s "$T/stock" "$T/stock.base/lib/modules"
-depmod -b "$T/stock.base" "$KREL"
-# The same two with the test drivers (dma_mapped) in updates/, where
-# modprobe prefers them to Debian's, for the DMA-mapped runs.
-if TD=$($NICE bash "$TOP/scripts/debian-test-drivers.sh" 2>"$LOGS/debian-test-drivers.out"); then
-	for t in stock ours; do
-		mkdir -p "$T/$t-dma" "$T/$t-dma.base/lib"
-		cp -al "$T/$t/$KREL" "$T/$t-dma/$KREL"
-		rm -f "$T/$t-dma/$KREL"/modules.*
-		cp "$T/$t/$KREL"/modules.* "$T/$t-dma/$KREL/"
-		mkdir -p "$T/$t-dma/$KREL/updates/rpcrdma-rs-test"
-		cp "$TD/rdma_rxe.ko" "$TD/siw.ko" "$TD"/core/*.ko "$T/$t-dma/$KREL/updates/rpcrdma-rs-test/"
-		[ $t = stock ] || package_files $t-dma
-		ln -s "$T/$t-dma" "$T/$t-dma.base/lib/modules"
-		depmod -b "$T/$t-dma.base" "$KREL"
-	done
-	pass "Debian test drivers: rdma_rxe.ko and siw.ko with dma_mapped, and the IB core with its user-MR change of the mode ($(ls "$TD/core" | wc -l) modules), built out of tree for $KREL with Debian's gcc and headers ($TD)"
-else
-	tail -n 5 "$LOGS/debian-test-drivers.out" | sed 's/^/    /'
-	fail "Debian test drivers: the out-of-tree build failed ($LOGS/debian-test-drivers.out)"
-fi
-touch "$T/complete"
+# trees_for_vms: the copies of the modules trees the VMs of step 5 boot
+# with (see above). In "all", taken here, and the VMs run in the
+# background while steps 3, 4 and 6 run (they are single-threaded TCG:
+# they leave the other core to the builds, which run niced). In
+# "packages" (make check), taken after step 4's point release, package
+# upgrade, rebuild in place and roll back, so that the VMs boot the module
+# those left.
+trees_for_vms() {
+	rm -rf "$T"
+	mkdir -p "$T/stock" "$T/ours" "$T/stock.base/lib"
+	cp -al "$K/root/usr/lib/modules/$KREL" "$T/stock/$KREL"
+	cp -al "$R/usr/lib/modules/$KREL" "$T/ours/$KREL"
+	package_files ours
+	ln -s "$T/stock" "$T/stock.base/lib/modules"
+	depmod -b "$T/stock.base" "$KREL"
+	# The same two with the test drivers (dma_mapped) in updates/, where
+	# modprobe prefers them to Debian's, for the DMA-mapped runs.
+	if TD=$($NICE bash "$TOP/scripts/debian-test-drivers.sh" 2>"$LOGS/debian-test-drivers.out"); then
+		for t in stock ours; do
+			mkdir -p "$T/$t-dma" "$T/$t-dma.base/lib"
+			cp -al "$T/$t/$KREL" "$T/$t-dma/$KREL"
+			rm -f "$T/$t-dma/$KREL"/modules.*
+			cp "$T/$t/$KREL"/modules.* "$T/$t-dma/$KREL/"
+			mkdir -p "$T/$t-dma/$KREL/updates/rpcrdma-rs-test"
+			cp "$TD/rdma_rxe.ko" "$TD/siw.ko" "$TD"/core/*.ko "$T/$t-dma/$KREL/updates/rpcrdma-rs-test/"
+			[ $t = stock ] || package_files $t-dma
+			ln -s "$T/$t-dma" "$T/$t-dma.base/lib/modules"
+			depmod -b "$T/$t-dma.base" "$KREL"
+		done
+		pass "Debian test drivers: rdma_rxe.ko and siw.ko with dma_mapped, and the IB core with its user-MR change of the mode ($(ls "$TD/core" | wc -l) modules), built out of tree for $KREL with Debian's gcc and headers ($TD)"
+	else
+		tail -n 5 "$LOGS/debian-test-drivers.out" | sed 's/^/    /'
+		fail "Debian test drivers: the out-of-tree build failed ($LOGS/debian-test-drivers.out)"
+	fi
+	touch "$T/complete"
+}
+[ "$MODE" = packages ] || trees_for_vms
 if [ "$MODE" = all ]; then
 	vms >"$LOGS/debian-vms.out" 2>&1 &
 	VMS=$!
@@ -790,6 +796,7 @@ else
 	fail "roll back $NEXT -> $ver: apt exit $rc; $KREL has '$v1', $KSUP '$v2' ($LOGS/debian-rollback.log)"
 fi
 rm -rf "$R/root/pkg-next" "$R/root/linux-source-next.deb" "$R$NEXT_DEB"
+[ "$MODE" != packages ] || trees_for_vms
 lap supported-kernel
 # The hook's notice goes to the system log too (logger): a stand-in logger
 # ahead of util-linux's in PATH records what it is given, then passes it on.
@@ -898,7 +905,7 @@ other_stack
 lap other-rdma-stack
 # The other kernels' headers go again (after the other RDMA stack's test,
 # which checks that the cloud kernel keeps ours). The cloud kernel has
-# headers only here, so with them it is gone whole: our module must go
+# headers only here, so with them it is gone: our module must go
 # from its /lib/modules (the package's trigger; DKMS's own hook removes it
 # only with a kernel's image package), and its regenerated tree (about
 # 2 GB) too; the running release's stays.
@@ -911,11 +918,14 @@ if [ -z "$gone" ] && [ -n "$kept" ] && grep -q "removed the kernel tree cached f
 else
 	fail "headers of $KSUP purged: cached trees left ${gone:-none}, $KREL's ${kept:-missing} ($LOGS/debian-headers-purge.log)"
 fi
-if [ ! -e "$R/lib/modules/$KSUP" ] && [ -z "$(chr dkms status "$MOD" -k "$KSUP" 2>/dev/null)" ] &&
+# (linux-base-<release>, which the headers brought, stays until an
+# autoremove: its System.map, config and modules.builtin* are dpkg's.)
+ours_left=$(cd "$R" && find "lib/modules/$KSUP" -path '*/updates*' -o -name 'rpcrdma.ko*' -o -name 'modules.dep*' 2>/dev/null | paste -sd' ' || true)
+if [ -z "$ours_left" ] && ! chr dkms status "$MOD" -k "$KSUP" 2>/dev/null | grep -q "$KSUP" &&
 	grep -q "^rpcrdma-rs-dkms: removed our rpcrdma.ko from $KSUP: its modules and headers are gone" "$LOGS/debian-headers-purge.log"; then
-	pass "$KSUP gone whole (it had headers only): nothing of ours left under /lib/modules/$KSUP, and DKMS has no build for it"
+	pass "$KSUP gone (it had headers only): nothing of ours left under /lib/modules/$KSUP (what stays is linux-base's, dpkg's files), and DKMS has no build for it"
 else
-	fail "$KSUP gone whole: left $(ls -R "$R/lib/modules/$KSUP" 2>/dev/null | grep -c .) entries under /lib/modules/$KSUP; dkms status: '$(chr dkms status "$MOD" -k "$KSUP" 2>/dev/null)' ($LOGS/debian-headers-purge.log)"
+	fail "$KSUP gone: left under /lib/modules/$KSUP: '${ours_left}'; dkms status: '$(chr dkms status "$MOD" -k "$KSUP" 2>/dev/null)' ($LOGS/debian-headers-purge.log)"
 fi
 lap headers-purge
 # 6. Remove, reinstall, purge (the VMs run on their own copy of the tree).
