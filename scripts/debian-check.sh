@@ -195,14 +195,20 @@ package_files() {
 # DKMS's key, the package installed: plain modprobe must load Debian's own
 # rpcrdma.ko through the package's loader, and NFS over RDMA must work.
 secure_boot_vm() {
-	local rc=0 run v
+	local rc=0
 	VM_EXTRA="-e module.sig_enforce=1" vm fallback ours debian-secureboot smoke fallback 8 0 3 4.1 || rc=$?
-	run=${RUN[debian-secureboot]}
-	relay_guest_log "Debian Secure Boot, DKMS's key not enrolled: " "$run"
-	[ "$rc" = 0 ] || fail "Debian Secure Boot VM: status $rc ($run)"
+	smoke_checked "$rc" debian-secureboot "Debian Secure Boot, DKMS's key not enrolled"
+}
+# smoke_checked RC NAME LABEL: the smoke VM run NAME, which exited RC: its
+# guest's lines relayed under LABEL, its status, and bytes verified over
+# NFSv3 and NFSv4.1.
+smoke_checked() {
+	local rc=$1 run=${RUN[$2]} v
+	relay_guest_log "$3: " "$run"
+	[ "$rc" = 0 ] || fail "$3 VM: status $rc ($run)"
 	for v in v3 v41; do
 		grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
-			fail "Debian Secure Boot: no verified bytes for $v with the kernel's own module ($run)"
+			fail "$3: no verified bytes for $v ($run)"
 	done
 }
 # Debian's kernel in the DMA-mapped mode: every mapping bounced by swiotlb
@@ -226,13 +232,7 @@ vms_of() {
 		tree=$([ $f = rust ] && echo ours || echo stock)
 		rc=0
 		vm $f $tree "debian-smoke-$f" smoke $f 8 10 3 4.1 || rc=$?
-		run=${RUN[debian-smoke-$f]}
-		relay_guest_log "Debian $f e2e: " "$run"
-		[ "$rc" = 0 ] || fail "Debian $f e2e VM: status $rc ($run)"
-		for v in v3 v41; do
-			grep -qE "^${v}_bytes_verified=[1-9]" "$run/summary" 2>/dev/null ||
-				fail "Debian $f e2e: no verified bytes for $v ($run)"
-		done
+		smoke_checked "$rc" "debian-smoke-$f" "Debian $f e2e"
 		read_sink_vm $f
 		[ $f = rust ] && secure_boot_vm
 		[ $f = rust ] || [ "${COMPARE:-1}" = 1 ] || continue

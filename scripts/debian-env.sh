@@ -78,6 +78,19 @@ sources() {
 	rm -f "$1/etc/apt/sources.list"
 }
 
+# bootstrap DIR LOG WHAT: a trixie minbase in DIR (made anew), its apt
+# sources as a server's (sources), its package lists fetched; LOG names the
+# logs, WHAT the progress line.
+bootstrap() {
+	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
+	rm -rf "$1"
+	mkdir -p "$1"
+	say "$3" >&2
+	progress_logged "$2-debootstrap" debootstrap --variant=minbase "$SUITE" "$1" "$MIRROR" >&2
+	sources "$1"
+	run_logged "$2-apt-update" in_chroot "$1" apt-get update >&2
+}
+
 # The environment: a trixie server with its kernel's headers, plus the
 # packaging tools; all Debian's.
 build_env() {
@@ -88,13 +101,7 @@ build_env() {
 		echo "$r"
 		return
 	fi
-	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
-	rm -rf "$r"
-	mkdir -p "$r"
-	say "Debian build environment: debootstrap $SUITE into $r (~1 min)" >&2
-	progress_logged debian-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
-	sources "$r"
-	run_logged debian-apt-update in_chroot "$r" apt-get update >&2
+	bootstrap "$r" debian "Debian build environment: debootstrap $SUITE into $r (~1 min)"
 	say "Debian build environment: installing linux-headers-$DEB_KREL, linux-modules-$DEB_KREL, debhelper, dh-dkms, lintian, autopkgtest (~2 min)" >&2
 	# shellcheck disable=SC2086 # the package list splits
 	progress_logged debian-apt-install in_chroot "$r" apt-get install -y --no-install-recommends \
@@ -119,13 +126,7 @@ minimal_root() {
 		echo "$r"
 		return
 	fi
-	[ "$(id -u)" = 0 ] || die "debootstrap needs root"
-	rm -rf "$r"
-	mkdir -p "$r"
-	say "Debian minimal root: debootstrap --variant=minbase $SUITE into $r, then linux-headers-$DEB_KREL (~3 min)" >&2
-	progress_logged debian-minroot-debootstrap debootstrap --variant=minbase "$SUITE" "$r" "$MIRROR" >&2
-	sources "$r"
-	run_logged debian-minroot-apt-update in_chroot "$r" apt-get update >&2
+	bootstrap "$r" debian-minroot "Debian minimal root: debootstrap --variant=minbase $SUITE into $r, then linux-headers-$DEB_KREL (~1 min)"
 	progress_logged debian-minroot-headers in_chroot "$r" apt-get install -y "linux-headers-$DEB_KREL" >&2
 	in_chroot "$r" dpkg-query -W -f '${Package}\n' | wc -l >"$r/.packages"
 	touch "$r/.complete"
