@@ -225,9 +225,9 @@ same_signature!(svc_rdma_post_send);
 /// `svc_rdma_result_payload` (`xpo_result_payload`): nfsd reports that the
 /// `length` bytes at `offset` of the reply being built are a result payload
 /// that may travel by RDMA Write (READ data). It is given to the Call's next
-/// unused Write chunk, if the client offered one; 0 then, or when there is
-/// nothing to do, and `-E2BIG` when that chunk is too small (nfsd then fails
-/// the operation).
+/// unused Write chunk, if the client offered one and it is large enough.
+/// Always 0: a payload too long for its chunk stays in the reply (see
+/// [`crate::reply::result_payload`] for why this differs from C).
 ///
 /// # Safety
 ///
@@ -243,7 +243,8 @@ pub unsafe extern "C" fn svc_rdma_result_payload(
     // SAFETY: `rqstp` is a live request whose receive ctxt this thread
     // owns (`# Safety`).
     let rctxt = unsafe { RecvCtxt::from_raw(Rqst::from_raw(rqstp).recv_ctxt_ptr()) };
-    from_result(|| crate::reply::result_payload(rctxt, offset, length).map(|()| 0))
+    crate::reply::result_payload(rctxt, offset, length);
+    0
 }
 same_signature!(svc_rdma_result_payload);
 

@@ -41,19 +41,28 @@ fn errno(e: proto::Error) -> Error {
 ///
 /// The cursor moves on even when the payload does not fit, as in C, so a
 /// later payload goes to the next chunk; the too-small chunk is then
-/// echoed unused. `E2BIG` makes nfsd fail the operation.
-pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) -> Result<(), Error> {
+/// echoed unused.
+///
+/// Different from C on purpose: a payload longer than its chunk is not
+/// refused. C returns `-E2BIG`, and nfsd then fails the READ; but when the
+/// READ was spliced (an NFSv4 READ that ends its COMPOUND), nfsd 7.3
+/// leaves the file's page-cache pages it spliced in `rq_respages`,
+/// past the `rq_next_page` it winds back, where the thread takes them for
+/// its own reply pages later: a later reply encoded into them overwrites
+/// the exported file's cached data (Documentation/upstream-reports.rst,
+/// report 10). Here the payload simply stays in the reply, which is sent
+/// inline when it fits and is otherwise answered with ERR_CHUNK, as any
+/// reply too large for the client's chunks.
+pub(crate) fn result_payload(rctxt: &mut RecvCtxt, offset: u32, length: u32) {
     if length == 0 {
-        return Ok(());
+        return;
     }
     let Some(chunk) = rctxt.next_result_payload_chunk() else {
-        return Ok(());
+        return;
     };
-    if length > chunk.length() {
-        return Err(E2BIG);
+    if length <= chunk.length() {
+        chunk.set_payload(offset, length);
     }
-    chunk.set_payload(offset, length);
-    Ok(())
 }
 
 /// `svc_rdma_save_io_pages`: moves the reply's pages from the request to
