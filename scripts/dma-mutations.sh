@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # dma-mutations.sh [--build-only] [MUTATION...]: proof that the DMA-mapped test mode
-# catches what it is for. For each MUTATION (default: all seven), the rust
+# catches what it is for. For each MUTATION (default: all nine), the rust
 # flavour is built with that one deliberate DMA-API misuse
 # (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and run through
 # tests/vm/guest/dma-mutant.sh in the DMA-mapped mode (vm-run.sh -D). Each
 # mutation must be caught the way it should be, or the run FAILs:
-#   skip_header_sync  the header never synced for the device: the client
-#                     gets the bounce slot's stale bytes as reply headers
-#                     (its xprtrdma_reply_*_err events), and I/O fails
+#   skip_header_sync  the header never synced for the device: at the post
+#                     the driver finds the bounce slot holding other bytes
+#                     than the memory, and warns with the first byte that
+#                     differs (the client then gets the stale bytes as
+#                     reply headers, its xprtrdma_reply_*_err events)
 #   leak_on_error     one payload mapping left mapped when a mapping failure
 #                     releases the ctxt (dma_map faults injected, so the
 #                     build has RPCRDMA_RS_FAULT_INJECTION=y too): the
@@ -22,15 +24,28 @@
 #                     debugging reports the size mismatch
 #   double_unmap      a payload fragment unmapped twice: DMA-API debugging
 #                     reports the second unmap of memory it has no mapping of
-#   sync_after_post   the header synced after the post: rxe sums a WQE's
-#                     data at the post and again at its first read, and
-#                     warns when they differ; or, when the device reads
-#                     before the late sync, the client gets stale headers
+#   sync_after_post   the header synced after the post: at the post the
+#                     slot still holds the last reply's bytes, which the
+#                     driver's check there finds (rxe's sum at its first
+#                     read also sees the data change)
 #   unmap_in_flight   a reply's first payload fragment unmapped before its
 #                     Send is posted (and not at release): the device
 #                     reads through an address no longer mapped, which
 #                     the driver refuses with a warning (a freed swiotlb
 #                     slot; behind the IOMMU, an IOVA with no page)
+#   wrong_direction   payload pages mapped and unmapped DMA_FROM_DEVICE, as
+#                     if for the device to write: the driver refuses the
+#                     device's read against the mapping's direction, with
+#                     a warning naming the mapping (the test kernels'
+#                     swiotlb tags each slot with its mapping's direction).
+#                     DMA-API debugging sees only the kvec fragments, mapped
+#                     DMA_TO_DEVICE with the headers and unmapped with the
+#                     pages' direction; a driver consistent in its error
+#                     would give it nothing to report
+#   short_sync        the header synced for the device without its last 8
+#                     bytes: at the post the driver finds the bounce slot
+#                     holding other bytes than the memory, and warns with
+#                     the first byte that differs (rxe and siw alike)
 # Prints PASS:/FAIL: lines (a mutation caught is a PASS) and exits non-zero
 # on any FAIL. --build-only builds the mutants and runs nothing (make check
 # builds them in the background beforehand).
@@ -40,7 +55,7 @@
 BUILD_ONLY=0
 [ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
-ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight)
+ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight wrong_direction short_sync)
 [ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(all)
 [ "${MUTATIONS[0]}" = all ] && MUTATIONS=("${ALL[@]}")
 SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
@@ -84,12 +99,16 @@ for m in "${MUTATIONS[@]}"; do
 	echo "    $m: $io client_bad_replies=$bad dma_api_errors=$errors mappings ${start:-?} -> ${end:-?}" \
 		"kernel reports=$reports (status $rc, $run)"
 	grep -m 3 -E 'DMA-API: ' "$run/console.log" | sed 's/^/      /' || true
+	# The drivers' check at the post (ib_sw_dma_check_visible(),
+	# kernel-patches/0002): the bytes the device would read are not those
+	# of the memory.
+	unsynced=$(grep -m 1 -oE 'posted [0-9]+ bytes at DMA address [^:]*: from byte [0-9]+ the device reads other bytes than the memory holds' "$run/console.log" || true)
 	case $m in
-	skip_header_sync)
-		if [ "${bad:-0}" -gt 0 ] && [ "$(value "$run" io_ok)$(value "$run" mount_ok)" != 11 ]; then
-			pass "dma mutation $m caught: the client got $bad replies whose header was the bounce slot's stale bytes; I/O failed"
+	skip_header_sync | short_sync)
+		if [ -n "$unsynced" ]; then
+			pass "dma mutation $m caught: at the post the device would read unsynced bytes ($unsynced); the client got ${bad:-?} replies with stale headers"
 		else
-			fail "dma mutation $m not caught: client_bad_replies=${bad:-?} $io ($run)"
+			fail "dma mutation $m not caught: no unsynced bytes found at a post, client_bad_replies=${bad:-?} $io ($run)"
 		fi ;;
 	leak_on_error | leak_on_post_error)
 		point=${faults%%=*}
@@ -120,13 +139,22 @@ for m in "${MUTATIONS[@]}"; do
 			fail "dma mutation $m not caught: no refused access in the console, $io ($run)"
 		fi ;;
 	sync_after_post)
-		# rxe's check (scripts/kernel-patches/0002, req_check_dma_sum).
-		if grep -q 'changed before the device read it' "$run/console.log"; then
-			pass "dma mutation $m caught: rxe found a posted WQE's data changed before its first read (client_bad_replies=${bad:-?})"
-		elif [ "${bad:-0}" -gt 0 ]; then
-			pass "dma mutation $m caught: the device read headers before the late sync, the client got $bad stale ones"
+		# At the post the header's slot still holds the last reply's bytes;
+		# rxe's sum at its first read also finds them changed by the late sync.
+		changed=no
+		grep -q 'changed before the device read it' "$run/console.log" && changed=yes
+		if [ -n "$unsynced" ]; then
+			pass "dma mutation $m caught: at the post the device would read unsynced bytes ($unsynced); rxe's sum found the data changed before its first read: $changed; client_bad_replies=${bad:-?}"
 		else
-			fail "dma mutation $m not caught: no changed-data warning, client_bad_replies=${bad:-?} $io ($run)"
+			fail "dma mutation $m not caught: no unsynced bytes found at a post (rxe's changed-data warning: $changed), client_bad_replies=${bad:-?} $io ($run)"
+		fi ;;
+	wrong_direction)
+		# The drivers' direction check (include/rdma/ib_sw_dma.h, kernel-patches/0002).
+		refusal=$(grep -m 1 -oE 'device read of [0-9]+ bytes at DMA address [^,]*, mapped DMA_FROM_DEVICE \([^)]*\)' "$run/console.log" || true)
+		if [ -n "$refusal" ]; then
+			pass "dma mutation $m caught: the device's read against the mapping's direction was refused ($refusal); DMA-API debugging: ${errors:-?} errors"
+		else
+			fail "dma mutation $m not caught: no refused read of a DMA_FROM_DEVICE mapping in the console (dma_api_errors=${errors:-?}), $io ($run)"
 		fi ;;
 	*) fail "dma mutation $m: no verdict for it in this script" ;;
 	esac

@@ -287,10 +287,21 @@ static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
  * error paths under test without a build of their own. The annotation is
  * an entry in a table; the code is unchanged.
  */
+#ifdef RPCRDMA_RS_MUTATE_wrong_direction
+/*
+ * Test build: payload pages mapped and unmapped DMA_FROM_DEVICE, as if for
+ * the device to write; the device's read must show it. Headers and kvec
+ * fragments (rs_ib_dma_map_virt()) keep DMA_TO_DEVICE.
+ */
+#define RS_PAYLOAD_DMA_DIR DMA_FROM_DEVICE
+#else
+#define RS_PAYLOAD_DMA_DIR DMA_TO_DEVICE
+#endif
+
 noinline notrace u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
 					 unsigned long offset, size_t len)
 {
-	u64 a = ib_dma_map_page(dev, page, offset, len, DMA_TO_DEVICE);
+	u64 a = ib_dma_map_page(dev, page, offset, len, RS_PAYLOAD_DMA_DIR);
 
 	return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
 }
@@ -307,6 +318,14 @@ notrace u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t l
 {
 	if (ib_uses_virt_dma(dev))
 		return (uintptr_t)addr;
+#ifdef RPCRDMA_RS_MUTATE_wrong_direction
+	{
+		u64 a = ib_dma_map_page(dev, virt_to_page(addr),
+					offset_in_page(addr), len, DMA_TO_DEVICE);
+
+		return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
+	}
+#endif
 	return rs_ib_dma_map_page(dev, virt_to_page(addr), offset_in_page(addr), len);
 }
 
@@ -344,7 +363,7 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 		}
 #endif
 		ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
-				  DMA_TO_DEVICE);
+				  RS_PAYLOAD_DMA_DIR);
 	}
 }
 
@@ -377,6 +396,12 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 #endif
 #if defined(RPCRDMA_RS_MUTATE_skip_header_sync)
 	/* Test build: the header is never made visible to the device. */
+	return ib_post_send(qp, wr, bad_wr);
+#elif defined(RPCRDMA_RS_MUTATE_short_sync)
+	/* Test build: the header's last 8 bytes never made visible. */
+	ib_dma_sync_single_for_device(qp->device, hdr->addr,
+				      hdr->length > 8 ? hdr->length - 8 : 1,
+				      DMA_TO_DEVICE);
 	return ib_post_send(qp, wr, bad_wr);
 #elif defined(RPCRDMA_RS_MUTATE_sync_after_post)
 	/* Test build: the header made visible only after the post. */
