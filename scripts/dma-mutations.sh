@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # dma-mutations.sh [--build-only] [MUTATION...]: proof that the DMA-mapped test mode
-# catches what it is for. For each MUTATION (default: all nine), the rust
+# catches what it is for. For each MUTATION (default: all ten), the rust
 # flavour is built with that one deliberate DMA-API misuse
 # (RPCRDMA_RS_DMA_MUTATION, see Kbuild) and run through
 # tests/vm/guest/dma-mutant.sh in the DMA-mapped mode (vm-run.sh -D). Each
@@ -42,6 +42,10 @@
 #                     DMA_TO_DEVICE with the headers and unmapped with the
 #                     pages' direction; a driver consistent in its error
 #                     would give it nothing to report
+#   sge_overrun       a Send's first payload SGE posted one byte longer than
+#                     its mapping: the driver refuses the device's read past
+#                     the mapping's end, to the byte (the slot it ends in
+#                     is the mapping's own, so a slot-level check passes)
 #   short_sync        the header synced for the device without its last 8
 #                     bytes: at the post the driver finds the bounce slot
 #                     holding other bytes than the memory, and warns with
@@ -55,7 +59,7 @@
 BUILD_ONLY=0
 [ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
-ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight wrong_direction short_sync)
+ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight wrong_direction short_sync sge_overrun)
 [ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(all)
 [ "${MUTATIONS[0]}" = all ] && MUTATIONS=("${ALL[@]}")
 SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
@@ -155,6 +159,14 @@ for m in "${MUTATIONS[@]}"; do
 			pass "dma mutation $m caught: the device's read against the mapping's direction was refused ($refusal); DMA-API debugging: ${errors:-?} errors"
 		else
 			fail "dma mutation $m not caught: no refused read of a DMA_FROM_DEVICE mapping in the console (dma_api_errors=${errors:-?}), $io ($run)"
+		fi ;;
+	sge_overrun)
+		# The drivers' check of the mapping's end (ib_sw_dma_reachable()).
+		refusal=$(grep -m 1 -oE 'access to [0-9]+ bytes at DMA address [^,]*, [0-9]+ past the end of its mapping \([^)]*\)' "$run/console.log" || true)
+		if [ -n "$refusal" ]; then
+			pass "dma mutation $m caught: the device's read past the mapping's end was refused ($refusal)"
+		else
+			fail "dma mutation $m not caught: no read past a mapping's end refused, $io ($run)"
 		fi ;;
 	*) fail "dma mutation $m: no verdict for it in this script" ;;
 	esac

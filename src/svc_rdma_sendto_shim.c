@@ -403,6 +403,27 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 				      hdr->length > 8 ? hdr->length - 8 : 1,
 				      DMA_TO_DEVICE);
 	return ib_post_send(qp, wr, bad_wr);
+#elif defined(RPCRDMA_RS_MUTATE_sge_overrun)
+	/*
+	 * Test build: the Send's first payload SGE posted one byte longer
+	 * than its mapping, put back after the post so that the unmap is
+	 * right: the device reads past the mapping's end.
+	 */
+	struct ib_sge *over = NULL;
+	const struct ib_send_wr *w;
+	int ret;
+
+	for (w = wr; w && !over; w = w->next)
+		if (w->sg_list == hdr && w->num_sge > 1)
+			over = (struct ib_sge *)&w->sg_list[1];
+	if (over)
+		over->length++;
+	ib_dma_sync_single_for_device(qp->device, hdr->addr, hdr->length,
+				      DMA_TO_DEVICE);
+	ret = ib_post_send(qp, wr, bad_wr);
+	if (over)
+		over->length--;
+	return ret;
 #elif defined(RPCRDMA_RS_MUTATE_sync_after_post)
 	/* Test build: the header made visible only after the post. */
 	int ret = ib_post_send(qp, wr, bad_wr);
