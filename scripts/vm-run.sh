@@ -37,6 +37,9 @@
 # IOMMU instead (q35, intel-iommu, iommu.strict=1; the NICs with
 # iommu_platform=on): a DMA address is an IOVA of the NIC's IOMMU domain,
 # and the drivers refuse one that is not mapped (kernel-patches/iommu).
+# DMA_SWIOTLB_SLABS=N (environment) gives -D a swiotlb pool of N slots
+# (2 KiB each; swiotlb rounds the count up) in place of the default, for
+# mapping failures of the DMA layer's own (by hand; testing.rst).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -127,7 +130,9 @@ if [ "$DMA_MAPPED" = 1 ]; then
 		NIC_OPTS=",iommu_platform=on,disable-legacy=on"
 		EXTRA="$EXTRA rs_iommu=1 intel_iommu=on iommu.strict=1"
 	else
-		EXTRA="$EXTRA swiotlb=force,track_hiwater"
+		# DMA_SWIOTLB_SLABS: a pool of that many 2 KiB slots instead of
+		# the default 64 MiB, so that mappings fail for want of slots.
+		EXTRA="$EXTRA swiotlb=${DMA_SWIOTLB_SLABS:+$DMA_SWIOTLB_SLABS,}force,track_hiwater"
 	fi
 	[ -z "$OTHER_KERNEL" ] || EXTRA="$EXTRA rs_dma_debug=0"
 fi
