@@ -669,20 +669,23 @@ do_read_sink() {
 
 # Disconnect storm: the server's rxe device deleted and re-added CYCLES
 # times under a verifying load from a client VM, counters 0 after every
-# deletion (tests/vm/guest/storm-client.sh drives storm-server.sh).
+# deletion (tests/vm/guest/storm-client.sh drives storm-server.sh). The
+# server VM is DMA-mapped (vm-pair.sh -D): each deletion takes the device
+# away with the transports' mappings live, and every one must be undone.
+# FLAVOUR: rust (the default) or c.
 do_storm() {
-	local cycles=$1 runs rc=0 srv cli
-	runs=$(bash "$TOP/scripts/vm-pair.sh" -t $((300 + cycles * 30)) storm-server storm-client rust "$cycles") || rc=$?
+	local cycles=$1 flavour=${2:-rust} runs rc=0 srv cli
+	runs=$(bash "$TOP/scripts/vm-pair.sh" -D -t $((300 + cycles * 30)) storm-server storm-client "$flavour" "$cycles") || rc=$?
 	srv=${runs%% *} cli=${runs##* }
-	relay_guest "storm rust server" "$srv"
-	relay_guest "storm rust client" "$cli"
+	relay_guest "storm $flavour server" "$srv"
+	relay_guest "storm $flavour client" "$cli"
 	[ -f "$cli/summary" ] && grep -E '^storm_' "$cli/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	if ! grep -qx "storm_cycles=$cycles" "$cli/summary" 2>/dev/null; then
-		bad "storm rust: $(sed -n 's/^storm_cycles=//p' "$cli/summary" 2>/dev/null || echo no) of $cycles cycles done ($cli)"
+		bad "storm $flavour: $(sed -n 's/^storm_cycles=//p' "$cli/summary" 2>/dev/null || echo no) of $cycles cycles done ($cli)"
 		# Where the client stopped, should its script have died silently.
 		tail -n 8 "$cli/guest.log" 2>/dev/null | sed 's/^/    client: /'
 	fi
-	[ "$rc" = 0 ] || bad "storm rust VMs (status $rc, logs in $srv $cli)"
+	[ "$rc" = 0 ] || bad "storm $flavour VMs (status $rc, logs in $srv $cli)"
 }
 
 # failslab confined to the Rust Send path's text (tests/vm/guest/failslab.sh).
@@ -827,6 +830,7 @@ all)
 		phase conformance do_conformance || true
 		phase hostile do_hostile || true
 		phase storm do_storm 6 || true
+		phase storm-c do_storm 3 c || true
 		phase bench-smoke do_bench_smoke || true
 		beside_collect side-lane || true
 		# Alone: its inclusive counts must not take in the interrupts
@@ -919,7 +923,7 @@ hostile) phase setup do_setup && phase build do_build && phase hostile do_hostil
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
-storm) phase setup do_setup && phase build do_build && phase storm do_storm "${2:-10}" || true ;;
+storm) phase setup do_setup && phase build do_build && { phase storm do_storm "${2:-10}"; phase storm-c do_storm "${2:-10}" c; } || true ;;
 teardown-strand)
 	# The e2e phase's two runs over the stranding siw, REPEATS times.
 	if phase setup do_setup && phase build do_build; then

@@ -6,7 +6,10 @@
 # our rpcrdma.ko; the client deletes and re-adds this VM's rxe device, and
 # reads the leak counters right after each deletion. When the client is
 # done: nfsd stops, the counters must be 0, rpcrdma must unload, and on
-# the debug kernel kmemleak must find nothing.
+# the debug kernel kmemleak must find nothing. In the DMA-mapped mode
+# (vm-pair.sh -D) each deletion takes the device away with the
+# transports' mappings live: afterwards the re-added device's mappings
+# must be back to their number at start, with no DMA-API error.
 . /work/tests/vm/guest/lib.sh
 
 load_rpcrdma "$1" || exit 1
@@ -22,6 +25,7 @@ if unload_rpcrdma 30; then
 else
 	fail "storm: rpcrdma still in use 30 s after nfsd stopped"
 fi
+dma_mode_check storm
 kmemleak_check storm
 result failures $FAILS
 exit $FAILS
