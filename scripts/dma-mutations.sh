@@ -67,6 +67,17 @@ FAILS=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
+# refused_as REGEX WHAT: the mutation is caught if the run's console has
+# the driver's refusal REGEX matches (quoted in the PASS line).
+refused_as() {
+	local refusal
+	refusal=$(grep -m 1 -oE "$1" "$run/console.log" || true)
+	if [ -n "$refusal" ]; then
+		pass "dma mutation $m caught: $2 was refused ($refusal)"
+	else
+		fail "dma mutation $m not caught: no refusal of $2 in the console, $io ($run)"
+	fi
+}
 
 for m in "${MUTATIONS[@]}"; do
 	args="RPCRDMA_RS_DMA_MUTATION=$m"
@@ -154,20 +165,12 @@ for m in "${MUTATIONS[@]}"; do
 		fi ;;
 	wrong_direction)
 		# The drivers' direction check (include/rdma/ib_sw_dma.h, kernel-patches/0002).
-		refusal=$(grep -m 1 -oE 'device read of [0-9]+ bytes at DMA address [^,]*, mapped DMA_FROM_DEVICE \([^)]*\)' "$run/console.log" || true)
-		if [ -n "$refusal" ]; then
-			pass "dma mutation $m caught: the device's read against the mapping's direction was refused ($refusal); DMA-API debugging: ${errors:-?} errors"
-		else
-			fail "dma mutation $m not caught: no refused read of a DMA_FROM_DEVICE mapping in the console (dma_api_errors=${errors:-?}), $io ($run)"
-		fi ;;
+		refused_as 'device read of [0-9]+ bytes at DMA address [^,]*, mapped DMA_FROM_DEVICE \([^)]*\)' \
+			"the device's read against the mapping's direction (DMA-API debugging: ${errors:-?} errors)" ;;
 	sge_overrun)
 		# The drivers' check of the mapping's end (ib_sw_dma_reachable()).
-		refusal=$(grep -m 1 -oE 'access to [0-9]+ bytes at DMA address [^,]*, [0-9]+ past the end of its mapping( \([^)]*\))?' "$run/console.log" || true)
-		if [ -n "$refusal" ]; then
-			pass "dma mutation $m caught: the device's read past the mapping's end was refused ($refusal)"
-		else
-			fail "dma mutation $m not caught: no read past a mapping's end refused, $io ($run)"
-		fi ;;
+		refused_as 'access to [0-9]+ bytes at DMA address [^,]*, [0-9]+ past the end of its mapping( \([^)]*\))?' \
+			"the device's read past the mapping's end" ;;
 	*) fail "dma mutation $m: no verdict for it in this script" ;;
 	esac
 done
