@@ -80,16 +80,30 @@ if [ -n "${rs_siw_strand:-}" ]; then
 fi
 
 i=0
+since=$(stat_rdma recv)
 while [ $i -lt "$cycles" ]; do
 	i=$((i + 1))
 	sleep 4
+	# Under load: Calls received since knfsd came back. On a loaded host
+	# the client's reconnect and I/O crawl (2026-12-05: 2 Calls in a
+	# cycle), and a stop with nothing in flight tests nothing: up to 20 s
+	# more for 8 Calls, while fio runs.
+	w=0
+	while [ "$(stat_rdma recv)" -lt $((since + 8)) ] && [ $w -lt 20 ] &&
+		kill -0 $fio_pid 2>/dev/null; do
+		sleep 1
+		w=$((w + 1))
+	done
 	sends=$(stat_rdma recv)
+	load="$((sends - since)) Calls since knfsd came back, waited $w s more"
+	kill -0 $fio_pid 2>/dev/null || load="$load, fio has ended"
 	rpc.nfsd 0
-	log "cycle $i: knfsd stopped under load (rdma_stat_recv $sends)"
+	log "cycle $i: knfsd stopped under load (rdma_stat_recv $sends: $load)"
 	sleep 1
 	rpc.nfsd "${NFSD_THREADS:-8}"
 	echo "rdma $RDMA_PORT" >/proc/fs/nfsd/portlist
 	log "cycle $i: knfsd back: $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+	since=$(stat_rdma recv)
 done
 result teardown_cycles "$cycles"
 
