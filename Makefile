@@ -109,9 +109,10 @@ failfunc:
 dma-mutations:
 	@scripts/check.sh dma-mutations all
 
-# The module fix to the kernel's Read path (scripts/module-patches/0001):
-# both flavours with and without it, NFS WRITEs in Read chunks verified
-# byte for byte in the DMA-mapped mode. Part of `make check`.
+# The module fixes (scripts/module-patches/): both flavours with and
+# without them, NFS WRITEs in Read chunks verified byte for byte in the
+# DMA-mapped mode (0001), then the rdma_stat counters read byte by byte
+# (0002). Part of `make check`.
 read-sink:
 	@scripts/check.sh read-sink
 

@@ -660,9 +660,10 @@ do_dma_mutations() {
 	relay_script "" bash "$TOP/scripts/dma-mutations.sh" "$@"
 }
 
-# The module fix to the kernel's Read path (scripts/module-patches/0001):
-# both flavours with and without it, NFS WRITEs in Read chunks verified
-# byte for byte in the DMA-mapped mode (scripts/read-sink.sh).
+# The module fixes (scripts/module-patches/): both flavours with and
+# without them, NFS WRITEs in Read chunks verified byte for byte in the
+# DMA-mapped mode (0001), then the rdma_stat counters read byte by byte
+# (0002) (scripts/read-sink.sh).
 do_read_sink() {
 	relay_script "" bash "$TOP/scripts/read-sink.sh"
 }

@@ -331,24 +331,24 @@ vms() {
 read_sink_judge() {
 	local f fab key n fixed
 	echo "    Debian $KREL, DMA-mapped (swiotlb=force, test drivers): NFS WRITEs in Read chunks, each byte compared"
-	printf '    %-26s %-22s %-22s %-22s %-22s\n' "" "stock (Debian's) rxe" "stock (Debian's) siw" "rust (ours) rxe" "rust (ours) siw"
-	for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wrong inline_bytes_wrong swiotlb; do
+	printf '    %-26s %-26s %-26s %-26s %-26s\n' "" "stock (Debian's) rxe" "stock (Debian's) siw" "rust (ours) rxe" "rust (ours) siw"
+	for key in fixes writes read_chunks chunk_bytes chunk_bytes_wrong chunk_files_wrong inline_bytes_wrong counter_reads swiotlb; do
 		printf '    %-26s' "$key"
 		for f in stock rust; do
 			for fab in rxe siw; do
 				if [ $key = swiotlb ]; then
 					n="$(get debian-readsink-$f swiotlb_slots_start)->$(get debian-readsink-$f swiotlb_slots_end) max $(get debian-readsink-$f swiotlb_used_hiwater)"
 				else
-					n=$(get debian-readsink-$f "rs_${f}_${fab}_$key" | short_fixes)
+					n=$(get debian-readsink-$f "rs_${f}_${fab}_$key" | short_fixes | short_counter_reads $key)
 				fi
-				printf ' %-22s' "${n:--}"
+				printf ' %-26s' "${n:--}"
 			done
 		done
 		echo
 	done
 	fixed=$(get debian-readsink-rust rs_rust_rxe_fixes)
 	for fab in rxe siw; do
-		if [[ $fixed == *"(in the kernel source already"* ]]; then
+		if [[ $fixed =~ 0001-[^\ ]*\ \(in\ the\ kernel\ source\ already ]]; then
 			read_sink_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" right \
 				"Debian stock DMA-mapped over $fab (Debian's source has the Read-sink fix: fixed upstream or by Debian, no longer a reproduction)"
 		else
@@ -357,6 +357,16 @@ read_sink_judge() {
 		fi
 		read_sink_verdict "${RUN[debian-readsink-rust]}" "rust_$fab" right \
 			"Debian rust (ours, as apt installed it) DMA-mapped over $fab"
+		# The rdma_stat_* counters (scripts/module-patches/0002), likewise.
+		if [[ $fixed =~ 0002-[^\ ]*\ \(in\ the\ kernel\ source\ already ]]; then
+			counter_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" right \
+				"Debian stock over $fab (Debian's source has the counter fix: no longer a reproduction)"
+		else
+			counter_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" wrong \
+				"Debian stock (Debian's own rpcrdma.ko) over $fab, as expected"
+		fi
+		counter_verdict "${RUN[debian-readsink-rust]}" "rust_$fab" right \
+			"Debian rust (ours, as apt installed it) over $fab"
 	done
 }
 # 7. The Depends alone: the package installed into a copy of a minimal

@@ -200,6 +200,33 @@ read_sink_verdict() {
 	esac
 }
 
+# counter_verdict RUN LABEL EXPECT WHO: one module's rdma_stat_* counters
+# read byte by byte (tests/vm/guest/read-sink.sh, counter_reads), judged
+# with the caller's pass/fail: each read a prefix of the counter's value
+# (EXPECT right), or, for a module without scripts/module-patches/0002,
+# other digits (EXPECT wrong: the bug must show, or the right reads of the
+# fixed modules prove nothing).
+counter_verdict() {
+	local run=$1 label=$2 expect=$3 who=$4 got
+	got=$(read_sink_value "$run" "$label" counter_reads)
+	case $expect:$got in
+	*:) fail "$who: no rdma_stat_* counter reads recorded ($run)" ;;
+	right:ok) pass "$who: the rdma_stat_* counters read byte by byte give their values' first bytes" ;;
+	right:*) fail "$who: rdma_stat_* counters read byte by byte as other digits: $got ($run)" ;;
+	wrong:ok) fail "$who: the rdma_stat_* counters read right without the fix, so the reads of the fixed modules prove nothing ($run)" ;;
+	*) pass "$who: rdma_stat_* counters read byte by byte as other digits ($got): the bug reproduced" ;;
+	esac
+}
+# short_counter_reads KEY: filter; counter_reads in a table column ("ok",
+# or "wrong: N" counters), other keys as they are.
+short_counter_reads() {
+	if [ "$1" = counter_reads ]; then
+		awk '{ if ($0 == "ok" || $0 == "") print; else print "wrong: " gsub(/=/, "=") }'
+	else
+		cat
+	fi
+}
+
 # hostile_table RUN_ASSERTED RUN_COMPARED OUT [FILE]: the hostile suite's
 # outcome per class of two runs side by side (class, expected, first,
 # second), marking the classes where they differ; also written to OUT.

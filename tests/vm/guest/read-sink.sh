@@ -19,9 +19,11 @@
 #   rs_LABEL_flavour, _writes, _read_chunks (svcrdma_wc_read events: the
 #   Read chunks completed), _chunk_bytes, _chunk_bytes_wrong,
 #   _chunk_files_wrong, _inline_bytes_wrong, _io_ok (every write and
-#   mount succeeded).
-# The host judges (scripts/read-sink.sh): a module with the fix must write
-# every byte right; one without it, in this mode, must not.
+#   mount succeeded), _counter_reads (the rdma_stat_* counters read byte
+#   by byte afterwards: scripts/module-patches/0002).
+# The host judges (scripts/read-sink.sh): a module with the fixes must
+# write every byte right and read its counters whole; one without them,
+# in this mode, must not.
 . /work/tests/vm/guest/lib.sh
 
 [ $# -gt 0 ] || { echo "usage: read-sink.sh MODULE..." >&2; exit 2; }
@@ -43,6 +45,26 @@ use_fabric() {
 	dma_mode_start eth0 "$rdev"
 }
 rdma_dev() { case $1 in siw) echo siw0 ;; *) echo rxe0 ;; esac; }
+
+# counter_reads: how /proc/sys/sunrpc/svc_rdma/rdma_stat_* read byte by
+# byte, with the load over (the values stand still): "ok" when each such
+# read is a prefix of the value one read gives, else the counters where
+# it is not. The handler without scripts/module-patches/0002 copies the
+# value's first bytes again at every offset (990 reads as "9999"); with
+# the fix, a read past offset 0 ends the file, as in the generic sysctl
+# handlers.
+counter_reads() {
+	bad=
+	for c in recv read write sq_starve; do
+		f=/proc/sys/sunrpc/svc_rdma/rdma_stat_$c
+		whole=$(cat $f) bytes=$(dd if=$f bs=1 status=none | tr '\n' /)
+		case "$whole/" in
+		"$bytes"*) ;;
+		*) bad="$bad $c=$whole read as $bytes" ;;
+		esac
+	done
+	echo "${bad:-ok}" | sed 's/^ //'
+}
 
 first=1
 for spec in "$@"; do
@@ -112,6 +134,7 @@ for spec in "$@"; do
 	result "rs_${label}_chunk_files_wrong" $files_wrong
 	result "rs_${label}_inline_bytes_wrong" $inline_wrong
 	result "rs_${label}_io_ok" $io_ok
+	result "rs_${label}_counter_reads" "$(counter_reads)"
 	rpc.nfsd 0
 	echo > /sys/kernel/tracing/set_event
 	unload_rpcrdma 30 || { fail "read-sink $spec: rpcrdma did not unload within 30 s"; exit 1; }
