@@ -19,8 +19,10 @@ mod tests {
     use kernel::alloc::flags::GFP_KERNEL;
     use kernel::error::code::{EINVAL, EIO, ENOMEM, ENOTCONN, ETIMEDOUT};
     use kernel::error::Result;
+    use kernel::sync::aref::ARef;
     use kernel::sync::atomic::{Acquire, Atomic, Full, Relaxed, Release};
-    use kernel::sync::Arc;
+    use kernel::sync::{Arc, SetOnce};
+    use kernel::task::Task;
     use kernel::time::{delay::fsleep, Delta};
     use kernel::workqueue;
 
@@ -102,6 +104,8 @@ mod tests {
         /// 0 while in `sq_wait`, then 1 (entries reserved) or 2 (error).
         state: Atomic<i32>,
         c_algorithm: bool,
+        /// The thread, once it runs: the test watches it go to sleep.
+        task: SetOnce<ARef<Task>>,
     }
 
     impl Waiter {
@@ -110,8 +114,26 @@ mod tests {
                 rdma: f.raw(),
                 state: Atomic::new(0),
                 c_algorithm,
+                task: SetOnce::new(),
             };
             Ok(Arc::new(w, GFP_KERNEL)?)
+        }
+
+        /// Records the calling thread as the waiter's.
+        fn set_current(&self) {
+            self.task.populate(ARef::from(&**kernel::current!()));
+        }
+
+        /// Whether the thread has reported, or sleeps off its CPU (after a
+        /// wake-up: it has checked its condition again and gone back to
+        /// sleep).
+        fn done_or_asleep(&self) -> bool {
+            self.state.load(Acquire) != 0
+                || self
+                    .task
+                    .as_ref()
+                    // SAFETY: the `ARef` holds a reference on the task.
+                    .is_some_and(|t| unsafe { sys::rs_task_asleep(t.as_ptr()) })
         }
     }
 
@@ -194,6 +216,7 @@ mod tests {
         let w = Waiter::new(&f, c_algorithm)?;
         let b = w.clone();
         workqueue::system_unbound().try_spawn(GFP_KERNEL, move || {
+            b.set_current();
             let ok = wait_for(&b, 4);
             b.state.store(if ok { 1 } else { 2 }, Release);
         })?;
@@ -232,14 +255,14 @@ mod tests {
             }
             complete(&f, c_algorithm, 2);
             // B runs and re-checks its condition. The wake-up took B's
-            // entry off the wait queue (`autoremove_wake_function`); B puts
-            // it back just before it re-checks, so once the queue is active
-            // again (or B is done) B is at its check, however slow the
-            // machine, and a further 100 ms covers the check itself.
+            // entry off the wait queue (`autoremove_wake_function`) and
+            // made it runnable; B puts the entry back before it re-checks,
+            // and leaves its CPU only after the check. So once the queue is
+            // active again and B sleeps off its CPU (or B is done), B has
+            // made its check, however slow the machine.
             let rechecking = wait_until(5000, || {
-                r.send_wait().is_active() || w.state.load(Acquire) != 0
+                (r.send_wait().is_active() && w.done_or_asleep()) || w.state.load(Acquire) != 0
             });
-            fsleep(Delta::from_millis(100));
             // Inside the window B saw 3 - 6 + 2 = -1 free entries.
             let in_window = c_algorithm || sq::test_hook::holding();
             if c_algorithm {
@@ -247,9 +270,13 @@ mod tests {
                 r.sq_avail().add(6, Relaxed);
                 a.state.store(2, Relaxed);
             }
-            // A, second half, ours: the undo, which wakes B.
+            // A, second half, ours: the undo, which wakes B; B then takes
+            // its entries and reports (a slow machine gets 3 s). C's add
+            // woke nobody: B sleeps on.
             sq::test_hook::disarm();
-            fsleep(Delta::from_millis(300));
+            if !c_algorithm {
+                wait_until(3000, || w.state.load(Acquire) != 0);
+            }
             // A failed, and B still waits although its 4 entries are free.
             let a_done = wait_until(3000, || a.state.load(Acquire) != 0);
             let stalled = w.state.load(Acquire) == 0 && r.sq_avail().load(Relaxed) >= 4;

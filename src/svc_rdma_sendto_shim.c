@@ -170,6 +170,37 @@ notrace s64 rs_sq_starve_sum(void)
 	return percpu_counter_sum(&svcrdma_stat_sq_starve);
 }
 
+/**
+ * rs_task_asleep - whether a task sleeps, off its CPU
+ * @task: a task the caller holds a reference on
+ *
+ * A thread going to sleep sets its state before it checks its wait
+ * condition, and leaves its CPU only in schedule(), after the check; a
+ * wake-up makes the state TASK_WAKING or TASK_RUNNING before it returns.
+ * So once this is true after a wake-up, the thread has checked its
+ * condition again and gone back to sleep. The KUnit suite waits on this
+ * rather than for a fixed time. Without SMP there is no on_cpu: a thread
+ * preempted between setting its state and schedule() then counts as
+ * asleep.
+ *
+ * Return: true if @task sleeps (TASK_NORMAL) and is off its CPU.
+ */
+notrace bool rs_task_asleep(struct task_struct *task)
+{
+	if (!(READ_ONCE(task->__state) & TASK_NORMAL))
+		return false;
+#ifdef CONFIG_SMP
+	/*
+	 * The state was set while on_cpu was 1 (the task runs): read after
+	 * it, a 0 is the switch away, which follows the condition check.
+	 */
+	smp_rmb();
+	return !READ_ONCE(task->on_cpu);
+#else
+	return task != current;
+#endif
+}
+
 /*
  * What the KUnit stand-in transport (src/fakes.rs) points to, so that it
  * is a transport as the Rust types describe one: a device with no DMA

@@ -61,6 +61,7 @@ void rs_xprt_set_data_and_enqueue(struct svcxprt_rdma *rdma);
 bool rs_destroy_qp_and_quiesce_send_cq(struct svcxprt_rdma *rdma);
 void rs_sq_starve_inc(void);
 s64 rs_sq_starve_sum(void);
+bool rs_task_asleep(struct task_struct *task);
 void *rs_fake_parts_attach(struct svcxprt_rdma *rdma);
 void rs_fake_parts_free(void *parts);
 

@@ -144,10 +144,15 @@ unsafe fn free_memory(c: *mut sys::svc_rdma_send_ctxt, l: &(Layout, Layout, Layo
 ///   transport, or, for a ctxt made from a C pointer, as long as the
 ///   caller of [`Ctxt::from_raw`] promised): safe code cannot keep a ctxt
 ///   past the transport, e.g. in a work item, which needs `'static`.
-/// - The holder has exclusive access: the ctxt is on no list, no CPU
-///   code but the holder's touches it, and no WR of its chain is posted
+/// - The holder has exclusive access: the ctxt is on no free list, no
+///   CPU code but the holder's writes it, and no WR of its chain is posted
 ///   (a posted ctxt is a [`SentCtxt`] for its completion, or, partly
-///   posted, a [`PartlyPosted`]).
+///   posted, a [`PartlyPosted`]). Other CPUs do read it while it is in
+///   the ledger: the [`census`] and the teardown walks read `sc_rdma`,
+///   `num_sge` and `sc_page_count`. So, once the ctxt is listed, no code
+///   makes a reference to the whole struct or to `sc_send_wr`: the holder
+///   reads and writes fields in place through the pointer, as C does, and
+///   writes those two counts as `WRITE_ONCE`.
 /// - It has at least one SGE. SGEs `1..num_sge` hold payload mappings not
 ///   yet undone; SGE 0 holds the header buffer's mapping, made at
 ///   allocation.
@@ -183,20 +188,11 @@ impl<'r> Ctxt<'r> {
         self.0.as_ptr()
     }
 
-    fn raw(&self) -> &sys::svc_rdma_send_ctxt {
-        // SAFETY: exclusively ours (type invariant).
-        unsafe { self.0.as_ref() }
-    }
-
-    fn raw_mut(&mut self) -> &mut sys::svc_rdma_send_ctxt {
-        // SAFETY: exclusively ours (type invariant).
-        unsafe { self.0.as_mut() }
-    }
-
     /// The transport this ctxt belongs to.
     pub(crate) fn rdma(&self) -> &'r Rdma {
-        // SAFETY: `sc_rdma` lives for `'r` (type invariant).
-        unsafe { Rdma::from_raw(self.raw().sc_rdma) }
+        // SAFETY: a field of our live ctxt, read in place; `sc_rdma` is
+        // written only at allocation, and lives for `'r` (type invariant).
+        unsafe { Rdma::from_raw((*self.as_ptr()).sc_rdma) }
     }
 
     /// `svc_rdma_send_ctxt_alloc`: a new ctxt on the device's NUMA node,
@@ -219,7 +215,8 @@ impl<'r> Ctxt<'r> {
         // SAFETY: `c` is inside a zeroed allocation of `l.0` that only this
         // thread knows (the ledger, the C struct, its SGEs), and all-zero
         // is a valid `svc_rdma_send_ctxt` (integers, null pointers, empty
-        // unions): ours to initialise in place.
+        // unions): ours to initialise in place. The reference ends before
+        // the ctxt is listed, where other CPUs may read it.
         let cr = unsafe { &mut *c };
         // The two other buffers are recorded as soon as they are had, so
         // that a failure frees what the ctxt records.
@@ -302,28 +299,32 @@ impl<'r> Ctxt<'r> {
     /// left: every poster sets them.
     pub(crate) fn reset_for_reply(&mut self) {
         let rdma = self.rdma().as_ptr();
-        let c = self.raw_mut();
-        c.sc_hdrbuf.head[0].iov_len = 0;
-        c.sc_hdrbuf.len = 0;
-        // SAFETY: the ctxt's own stream and header `xdr_buf`, which `alloc`
-        // set up over its header buffer (type invariant).
+        let c = self.as_ptr();
+        // SAFETY: fields of our ctxt that only its holder uses, written in
+        // place (type invariant); the stream and header `xdr_buf` are the
+        // ctxt's own, which `alloc` set up over its header buffer.
         unsafe {
+            (*c).sc_hdrbuf.head[0].iov_len = 0;
+            (*c).sc_hdrbuf.len = 0;
             sys::xdr_init_encode(
-                addr_of_mut!(c.sc_stream),
-                addr_of_mut!(c.sc_hdrbuf),
-                c.sc_xprt_buf.cast(),
+                addr_of_mut!((*c).sc_stream),
+                addr_of_mut!((*c).sc_hdrbuf),
+                (*c).sc_xprt_buf.cast(),
                 null_mut(),
             )
         };
         // SAFETY: this ctxt's Reply chunk context, idle (the ctxt is held,
         // not posted), on its own transport.
-        unsafe { sys::svc_rdma_cc_init(rdma, addr_of_mut!(c.sc_reply_info.wi_cc)) };
+        unsafe { sys::svc_rdma_cc_init(rdma, addr_of_mut!((*c).sc_reply_info.wi_cc)) };
         self.set_num_sge(0);
         self.set_page_count(0);
-        let c = self.raw_mut();
-        c.sc_cur_sge_no = 0;
-        c.sc_sqecount = 1;
-        c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
+        // SAFETY: fields of our ctxt that only its holder uses, written in
+        // place; the chain starts at the ctxt's own Send WR.
+        unsafe {
+            (*c).sc_cur_sge_no = 0;
+            (*c).sc_sqecount = 1;
+            (*c).sc_wr_chain = addr_of_mut!((*c).sc_send_wr);
+        }
     }
 
     /// The layouts of the ctxt's allocations (as [`layouts`] gave them at
@@ -334,9 +335,23 @@ impl<'r> Ctxt<'r> {
     fn own_layouts(&self) -> Option<(Layout, Layout, Layout)> {
         Some((
             ctxt_layout(self.rdma().max_send_sges())?,
-            Layout::array::<*mut sys::page>(self.raw().sc_maxpages).ok()?,
+            Layout::array::<*mut sys::page>(self.max_pages()).ok()?,
             Layout::from_size_align(self.header_buf_size(), align_of::<u64>()).ok()?,
         ))
+    }
+
+    /// Number of page slots (`sc_maxpages`).
+    fn max_pages(&self) -> usize {
+        // SAFETY: a field of our live ctxt, read in place; written only at
+        // allocation.
+        unsafe { (*self.as_ptr()).sc_maxpages }
+    }
+
+    /// The header buffer's address (`sc_xprt_buf`).
+    fn xprt_buf(&self) -> *mut u8 {
+        // SAFETY: a field of our live ctxt, read in place; written only at
+        // allocation (type invariant).
+        unsafe { (*self.as_ptr()).sc_xprt_buf.cast() }
     }
 
     /// Length of the transport header buffer (`sc_max_req_size` when the
@@ -357,7 +372,7 @@ impl<'r> Ctxt<'r> {
         let len = self.header_buf_size();
         // SAFETY: `sc_xprt_buf` is the ctxt's buffer of its ledger's
         // `xprt_buf_len` bytes (type invariant), exclusively ours.
-        unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) }
+        unsafe { core::slice::from_raw_parts_mut(self.xprt_buf(), len) }
     }
 
     /// The header buffer, and a handle for tracing the ctxt while the
@@ -369,13 +384,15 @@ impl<'r> Ctxt<'r> {
         // SAFETY: `sc_xprt_buf` is the ctxt's buffer of its ledger's
         // `xprt_buf_len` bytes (type invariant), exclusively ours, and not part of the
         // struct `tracer` lets events read.
-        let buf = unsafe { core::slice::from_raw_parts_mut(self.raw().sc_xprt_buf.cast(), len) };
+        let buf = unsafe { core::slice::from_raw_parts_mut(self.xprt_buf(), len) };
         (buf, tracer)
     }
 
     /// Length of the header built so far.
     pub(crate) fn header_len(&self) -> u32 {
-        self.raw().sc_hdrbuf.len
+        // SAFETY: a field of our live ctxt that only its holder writes,
+        // read in place.
+        unsafe { (*self.as_ptr()).sc_hdrbuf.len }
     }
 
     /// Records a header of `len` bytes in `sc_hdrbuf`/`sc_stream`, as C's
@@ -383,15 +400,27 @@ impl<'r> Ctxt<'r> {
     /// cut to it.
     pub(crate) fn commit_header(&mut self, len: usize) {
         let len = len.min(self.header_buf_size());
-        let c = self.raw_mut();
-        c.sc_hdrbuf.head[0].iov_len = len;
-        c.sc_hdrbuf.len = u32::try_from(len).unwrap_or(u32::MAX);
-        c.sc_stream.p = c.sc_xprt_buf.cast::<u8>().wrapping_add(len).cast();
+        let end = self.xprt_buf().wrapping_add(len).cast();
+        let c = self.as_ptr();
+        // SAFETY: fields of our ctxt that only its holder uses, written in
+        // place (type invariant).
+        unsafe {
+            (*c).sc_hdrbuf.head[0].iov_len = len;
+            (*c).sc_hdrbuf.len = u32::try_from(len).unwrap_or(u32::MAX);
+            (*c).sc_stream.p = end;
+        }
     }
 
     /// Number of SGEs the Send carries (`num_sge`).
     pub(crate) fn num_sge(&self) -> usize {
-        usize::try_from(self.raw().sc_send_wr.num_sge).unwrap_or(0)
+        usize::try_from(self.num_sge_raw()).unwrap_or(0)
+    }
+
+    /// `num_sge` as C has it. A plain read: the holder is its only writer.
+    fn num_sge_raw(&self) -> c_int {
+        // SAFETY: a field of our live ctxt, read in place (the census
+        // reads it too, but only the holder writes it).
+        unsafe { (*self.as_ptr()).sc_send_wr.num_sge }
     }
 
     /// SGE 0, the header's.
@@ -404,7 +433,7 @@ impl<'r> Ctxt<'r> {
     /// SGEs mapped before are unmapped, not forgotten (the RDMA_ERROR's
     /// path, where a reply may have been mapped).
     pub(crate) fn set_header_sge(&mut self, hdr_len: u32) {
-        if self.raw().sc_send_wr.num_sge > 1 {
+        if self.num_sge_raw() > 1 {
             self.unmap_payload_sges();
         }
         self.set_header_sge_unmapped(hdr_len);
@@ -468,7 +497,7 @@ impl<'r> Ctxt<'r> {
     /// never undone: the leak the DMA-mapped test mode must catch.
     #[cfg(rpcrdma_leak_mutation)]
     pub(crate) fn forget_last_payload_sge(&mut self) {
-        let n = self.raw().sc_send_wr.num_sge;
+        let n = self.num_sge_raw();
         if n > 1 {
             self.set_num_sge(n - 1);
         }
@@ -484,7 +513,7 @@ impl<'r> Ctxt<'r> {
         &mut self,
         mapping: DmaMapping<'d>,
     ) -> Result<(), DmaMapping<'d>> {
-        let n = self.raw().sc_send_wr.num_sge;
+        let n = self.num_sge_raw();
         let Some(sge) = usize::try_from(n)
             .ok()
             .and_then(|i| self.sges_mut().get_mut(i))
@@ -492,7 +521,9 @@ impl<'r> Ctxt<'r> {
             return Err(mapping);
         };
         mapping.into_sge(sge);
-        self.raw_mut().sc_cur_sge_no = n;
+        // SAFETY: a field of our ctxt that only its holder uses, written
+        // in place.
+        unsafe { (*self.as_ptr()).sc_cur_sge_no = n };
         // Never wraps: `n` indexes the SGE array.
         self.set_num_sge(n.wrapping_add(1));
         Ok(())
@@ -501,37 +532,62 @@ impl<'r> Ctxt<'r> {
     /// Sends the WR as Send With Invalidate of `inv_rkey`, or as plain
     /// Send when it is 0.
     pub(crate) fn set_send_opcode(&mut self, inv_rkey: u32) {
-        let wr = &mut self.raw_mut().sc_send_wr;
+        let c = self.as_ptr();
+        // Field by field: `sc_send_wr` holds `num_sge`, which the census
+        // reads, so no reference to the whole WR.
+        // SAFETY: the place of a field of our live ctxt; no reference made.
+        let wr = unsafe { addr_of_mut!((*c).sc_send_wr) };
         if inv_rkey != 0 {
-            wr.opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
-            // SAFETY: `ex` is a union of two `u32`s; writing one is always
-            // valid.
-            unsafe { *wr.ex.invalidate_rkey.as_mut() = inv_rkey };
+            // SAFETY: fields of our ctxt's Send WR that only its holder
+            // uses, written in place; `ex` is a union of two `u32`s, and
+            // writing one is always valid.
+            unsafe {
+                (*wr).opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+                *(*wr).ex.invalidate_rkey.as_mut() = inv_rkey;
+            }
         } else {
-            wr.opcode = sys::ib_wr_opcode_IB_WR_SEND;
+            // SAFETY: a field of our ctxt's Send WR that only its holder
+            // uses, written in place.
+            unsafe { (*wr).opcode = sys::ib_wr_opcode_IB_WR_SEND };
         }
     }
 
     /// Drops any chunk Writes from the chain: the Send alone goes.
     pub(crate) fn send_only(&mut self) {
-        let c = self.raw_mut();
-        c.sc_wr_chain = addr_of_mut!(c.sc_send_wr);
-        c.sc_sqecount = 1;
+        let c = self.as_ptr();
+        // SAFETY: fields of our ctxt that only its holder uses, written in
+        // place; the chain starts at the ctxt's own Send WR.
+        unsafe {
+            (*c).sc_wr_chain = addr_of_mut!((*c).sc_send_wr);
+            (*c).sc_sqecount = 1;
+        }
     }
 
     /// SQ entries the chain needs (`sc_sqecount`).
     pub(crate) fn sqecount(&self) -> i32 {
-        self.raw().sc_sqecount
+        // SAFETY: a field of our live ctxt that only its holder writes,
+        // read in place.
+        unsafe { (*self.as_ptr()).sc_sqecount }
     }
 
     /// The completion ID, for tracepoints.
     pub(crate) fn cid(&self) -> &sys::rpc_rdma_cid {
-        &self.raw().sc_cid
+        // SAFETY: a field of our live ctxt, written only at allocation: a
+        // shared reference to it alone, for as long as we hold the ctxt.
+        unsafe { &*addr_of!((*self.as_ptr()).sc_cid) }
     }
 
     /// Reply pages held (`sc_page_count`).
     pub(crate) fn page_count(&self) -> usize {
-        usize::try_from(self.raw().sc_page_count).unwrap_or(0)
+        usize::try_from(self.page_count_raw()).unwrap_or(0)
+    }
+
+    /// `sc_page_count` as C has it. A plain read: the holder is its only
+    /// writer.
+    fn page_count_raw(&self) -> c_int {
+        // SAFETY: a field of our live ctxt, read in place (the census
+        // reads it too, but only the holder writes it).
+        unsafe { (*self.as_ptr()).sc_page_count }
     }
 
     /// Moves the reply pages of `rqst` into the ctxt's page slots
@@ -569,9 +625,17 @@ impl<'r> Ctxt<'r> {
     pub(crate) fn release_chunk_writes(&mut self) {
         let rdma = self.rdma().as_ptr();
         let p = self.as_ptr();
-        let raw = self.raw();
-        let has_write_infos = !core::ptr::eq(raw.sc_write_info_list.next, &raw.sc_write_info_list);
-        let has_reply_writes = raw.sc_reply_info.wi_cc.cc_sqecount != 0;
+        // SAFETY: fields of our live ctxt that only its holder uses (the
+        // chain is not posted: type invariant), read in place.
+        let (has_write_infos, has_reply_writes) = unsafe {
+            (
+                !core::ptr::eq(
+                    (*p).sc_write_info_list.next,
+                    addr_of!((*p).sc_write_info_list),
+                ),
+                (*p).sc_reply_info.wi_cc.cc_sqecount != 0,
+            )
+        };
         if (has_write_infos || has_reply_writes) && self.rdma().qp().is_null() {
             chunk_writes_after_qp_destroyed();
             return;
@@ -882,12 +946,14 @@ impl<'r> IdleCtxt<'r> {
         }
         if ctxt.page_count() > 0 {
             let pages = sys::release_pages_arg {
-                pages: ctxt.raw().sc_pages,
+                // SAFETY: a field of our live ctxt, read in place; written
+                // only at allocation.
+                pages: unsafe { (*ctxt.as_ptr()).sc_pages },
             };
             // SAFETY: the first `sc_page_count` slots hold page references
             // moved in from the request; no I/O uses them any more. The
             // argument is C's transparent union, passed as its pointer.
-            unsafe { sys::release_pages(pages, ctxt.raw().sc_page_count) };
+            unsafe { sys::release_pages(pages, ctxt.page_count_raw()) };
         }
         // INVARIANT: no payload mapping and no page is held any more.
         ctxt.set_num_sge(0);
