@@ -607,6 +607,13 @@ COVERAGE_FLOOR=${COVERAGE_FLOOR:-88}
 # tests/profile/coverage-reasons.txt shows unreachable by design (issue 26's
 # 95% target, over what can run; the report gives both). 97.0% at e0f51f2.
 COVERAGE_FLOOR_CAN_RUN=${COVERAGE_FLOOR_CAN_RUN:-95}
+# What that share leaves out is capped, so that it cannot rise by claiming
+# more code unreachable: instructions the compiler emitted that no source
+# path reaches (padding, never-called copies), and those in blocks
+# coverage-reasons.txt claims unreachable by design (5 and 167 in CI at
+# f46fa89). Raising a cap is a change of its own, with its reason.
+COVERAGE_MAX_EMITTED=${COVERAGE_MAX_EMITTED:-8}
+COVERAGE_MAX_CLAIMED=${COVERAGE_MAX_CLAIMED:-170}
 do_coverage() {
 	local n
 	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)
@@ -627,7 +634,8 @@ do_coverage() {
 	local rc=0 out share can_run
 	# shellcheck disable=SC2046 # one FLAVOUR:BUILD:RUN per line
 	out=$(/usr/bin/python3 "$TOP/scripts/coverage_report.py" --logs "$LOGS" --floor "$COVERAGE_FLOOR" \
-		--floor-can-run "$COVERAGE_FLOOR_CAN_RUN" $(cat "$LOGS/coverage-runs.txt") 2>&1) || rc=$?
+		--floor-can-run "$COVERAGE_FLOOR_CAN_RUN" --max-emitted "$COVERAGE_MAX_EMITTED" \
+		--max-claimed "$COVERAGE_MAX_CLAIMED" $(cat "$LOGS/coverage-runs.txt") 2>&1) || rc=$?
 	# The totals and the never-executed instructions by reason; the
 	# per-function table and every block are in the files.
 	sed -n '/^Totals/,/^$/p' "$LOGS/coverage-table.txt" | sed 's/^/    /'
@@ -635,6 +643,16 @@ do_coverage() {
 	sed -n '/by reason/,/^$/p' "$LOGS/coverage-blocks-rust.txt" | sed 's/^/    /'
 	share=$(echo "$out" | sed -n 's/^PASS: rust Send-path coverage \([0-9.]*\)%.*/\1/p')
 	can_run=$(echo "$out" | sed -n 's/^\(PASS\|FAIL\): rust Send-path coverage of what can run \([0-9.]*\)%.*/\2/p')
+	# The caps on what the can-run share leaves out.
+	while IFS= read -r line; do
+		case $line in
+		'PASS: rust Send-path instructions left out'*) ok "coverage: ${line#PASS: rust Send-path }" ;;
+		'FAIL: rust Send-path instructions left out'*) bad "coverage: ${line#FAIL: rust Send-path } ($LOGS/coverage-blocks-rust.txt)" ;;
+		esac
+	done <<<"$out"
+	if echo "$out" | grep -q '^FAIL: rust Send-path instructions left out'; then
+		return 1
+	fi
 	if echo "$out" | grep -q '^FAIL: rust Send-path coverage of what can run'; then
 		bad "coverage: the rust Send path executed $can_run% of what can run (less what coverage-reasons.txt shows unreachable), below the floor of ${COVERAGE_FLOOR_CAN_RUN}% ($LOGS/coverage-blocks-rust.txt)"
 		return 1

@@ -52,6 +52,15 @@ class CanRun(unittest.TestCase):
         self.assertTrue(coverage_report.can_run("test missing"))
         self.assertTrue(coverage_report.can_run("a partial post: the fault build's post_mid point does"))
 
+    def test_excluded_counts(self):
+        # What the can-run share leaves out, split as the caps count it.
+        by_reason = {"padding": 5, coverage_report.UNCALLED: 3, "test missing": 88,
+                     "unreachable by design: a NULL guard": 40,
+                     "unreachable by design: an encoder failing": 27,
+                     "a partial post: the fault build's post_mid point does": 28}
+        self.assertEqual(coverage_report.excluded_counts(by_reason), {"emitted": 8, "claimed": 67})
+        self.assertEqual(coverage_report.excluded_counts({"test missing": 4}), {"emitted": 0, "claimed": 0})
+
 
 class NeverCalled(unittest.TestCase):
     def test_references(self):
