@@ -347,26 +347,22 @@ read_sink_judge() {
 		echo
 	done
 	fixed=$(get debian-readsink-rust rs_rust_rxe_fixes)
+	local fix verdict what
 	for fab in rxe siw; do
-		if [[ $fixed =~ 0001-[^\ ]*\ \(in\ the\ kernel\ source\ already ]]; then
-			read_sink_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" right \
-				"Debian stock DMA-mapped over $fab (Debian's source has the Read-sink fix: fixed upstream or by Debian, no longer a reproduction)"
-		else
-			read_sink_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" wrong \
-				"Debian stock (Debian's own rpcrdma.ko) DMA-mapped over $fab, as expected"
-		fi
-		read_sink_verdict "${RUN[debian-readsink-rust]}" "rust_$fab" right \
-			"Debian rust (ours, as apt installed it) DMA-mapped over $fab"
-		# The rdma_stat_* counters (scripts/module-patches/0002), likewise.
-		if [[ $fixed =~ 0002-[^\ ]*\ \(in\ the\ kernel\ source\ already ]]; then
-			counter_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" right \
-				"Debian stock over $fab (Debian's source has the counter fix: no longer a reproduction)"
-		else
-			counter_verdict "${RUN[debian-readsink-stock]}" "stock_$fab" wrong \
-				"Debian stock (Debian's own rpcrdma.ko) over $fab, as expected"
-		fi
-		counter_verdict "${RUN[debian-readsink-rust]}" "rust_$fab" right \
-			"Debian rust (ours, as apt installed it) over $fab"
+		# Each module fix's bug: 0001 the Read-chunk writes, 0002 the
+		# rdma_stat_* counters.
+		for fix in "0001 read_sink_verdict Read-sink" "0002 counter_verdict counter"; do
+			read -r n verdict what <<<"$fix"
+			if [[ $fixed =~ $n-[^\ ]*\ \(in\ the\ kernel\ source\ already ]]; then
+				$verdict "${RUN[debian-readsink-stock]}" "stock_$fab" right \
+					"Debian stock DMA-mapped over $fab (Debian's source has the $what fix: fixed upstream or by Debian, no longer a reproduction)"
+			else
+				$verdict "${RUN[debian-readsink-stock]}" "stock_$fab" wrong \
+					"Debian stock (Debian's own rpcrdma.ko) DMA-mapped over $fab, as expected"
+			fi
+			$verdict "${RUN[debian-readsink-rust]}" "rust_$fab" right \
+				"Debian rust (ours, as apt installed it) DMA-mapped over $fab"
+		done
 	done
 }
 # 7. The Depends alone: the package installed into a copy of a minimal
