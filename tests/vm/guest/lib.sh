@@ -427,7 +427,9 @@ xprt_of() {
 		m && $1 == "xprt:" { print $2; exit }' /proc/self/mountstats
 }
 
-stat_rdma() { cat "/proc/sys/sunrpc/svc_rdma/rdma_stat_$1"; }
+# The first line: a module without scripts/module-patches/0002 (Debian's
+# own) may append a spliced second value (upstream-reports.rst, report 12).
+stat_rdma() { head -n 1 "/proc/sys/sunrpc/svc_rdma/rdma_stat_$1"; }
 
 # Tracepoint counting: trace_start EVENT...; trace_count EVENT after.
 trace_start() {
