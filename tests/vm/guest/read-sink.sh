@@ -22,8 +22,8 @@
 #   mount succeeded), _counter_reads (the rdma_stat_* counters read byte
 #   by byte afterwards: scripts/module-patches/0002).
 # The host judges (scripts/read-sink.sh): a module with the fixes must
-# write every byte right and read its counters whole; one without them,
-# in this mode, must not.
+# write every byte right and its counters, read byte by byte, must give
+# their values' first bytes; one without them, in this mode, must not.
 . /work/tests/vm/guest/lib.sh
 
 [ $# -gt 0 ] || { echo "usage: read-sink.sh MODULE..." >&2; exit 2; }
