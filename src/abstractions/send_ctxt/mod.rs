@@ -1135,9 +1135,6 @@ impl Ctxt<'_> {
     /// [`SentCtxt`] of it exists any more, and nothing of it is posted (the
     /// stand-in posts nothing).
     pub(crate) unsafe fn free_next_for_test(rdma: &Rdma) -> bool {
-        let Some(l) = layouts(rdma) else {
-            return false;
-        };
         let mut found = null_mut();
         {
             let _guard = all_ctxts_lock().lock();
@@ -1150,9 +1147,15 @@ impl Ctxt<'_> {
                 }
             }
         }
-        if found.is_null() {
+        let Some(ptr) = NonNull::new(found) else {
             return false;
-        }
+        };
+        // The sizes the ctxt recorded, as teardown takes them: not
+        // `layouts`, which has none for a transport the test marked dead.
+        // `ManuallyDrop`: a drop would put the ctxt back.
+        let Some(l) = ManuallyDrop::new(Self(ptr, PhantomData)).own_layouts() else {
+            return false;
+        };
         // SAFETY: SGE 0 of a ctxt of `alloc` (every ctxt has one), which
         // nothing uses any more.
         let header = unsafe { (*addr_of!((*found).sc_sges).cast::<sys::ib_sge>()).addr };
