@@ -336,6 +336,42 @@ unsafe fn release_chunk_rw_ctxts(r: *mut sys::svcxprt_rdma, c: *mut sys::svc_rdm
     }
 }
 
+/// Whether every R/W context of a ctxt's Write chunks and Reply chunk has
+/// been undone ([`release_chunk_rw_ctxts`], at teardown while the QP
+/// lived): the chunk contexts' lists are empty, so releasing them only
+/// frees the Write chunk infos and touches no QP. Cold: only a ctxt
+/// released after its QP was destroyed asks.
+///
+/// # Safety
+///
+/// `c` is a live ctxt whose chunk lists nobody else uses meanwhile.
+#[cold]
+#[inline(never)]
+pub(super) unsafe fn chunk_rw_ctxts_undone(c: *mut sys::svc_rdma_send_ctxt) -> bool {
+    // SAFETY: `c` is live (`# Safety`): the place of one of its fields.
+    let head = unsafe { addr_of_mut!((*c).sc_write_info_list) };
+    // SAFETY: the ctxt's list of Write chunk infos, initialised at its
+    // allocation, ours meanwhile (`# Safety`).
+    let mut link = unsafe { (*head).next };
+    while link != head {
+        // SAFETY: each entry is the `wi_list` of a write info that lives
+        // until the ctxt's release.
+        let info = unsafe { kernel::container_of!(link, sys::svc_rdma_write_info, wi_list) };
+        // SAFETY: the info is live: the list head of its R/W contexts.
+        let rw = unsafe { addr_of_mut!((*info).wi_cc.cc_rwctxts) };
+        // SAFETY: an initialised list head (`svc_rdma_cc_init`).
+        if unsafe { (*rw).next } != rw {
+            return false;
+        }
+        // SAFETY: the entry is listed, so its successor is too.
+        link = unsafe { (*link).next };
+    }
+    // SAFETY: `c` is live: the list head of its Reply chunk's R/W contexts.
+    let rw = unsafe { addr_of_mut!((*c).sc_reply_info.wi_cc.cc_rwctxts) };
+    // SAFETY: an initialised list head (`svc_rdma_cc_init`, at every reset).
+    unsafe { (*rw).next == rw }
+}
+
 /// At transport teardown, when its Send CQ could not be shown quiescent:
 /// takes the ctxts of `rdma` that may still be completed off the list of
 /// all ctxts and leaves their memory to a completion that may never come,

@@ -72,10 +72,10 @@ fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
     ))
 }
 
-/// A ctxt still held chunk Writes when teardown had destroyed its QP:
-/// their R/W contexts cannot be undone any more (`rdma_rw_ctx_destroy`
-/// needs the QP) and are left allocated and mapped. Teardown releases
-/// every ctxt's before it destroys the QP
+/// A ctxt still held chunk Writes whose R/W contexts were not undone when
+/// teardown had destroyed its QP: they cannot be undone any more
+/// (`rdma_rw_ctx_destroy` needs the QP) and are left allocated and mapped.
+/// Teardown undoes every ctxt's before it destroys the QP
 /// (`release_unreturned_chunk_io`), so only a caller that breaks that
 /// order gets here.
 #[cold]
@@ -636,7 +636,16 @@ impl<'r> Ctxt<'r> {
                 (*p).sc_reply_info.wi_cc.cc_sqecount != 0,
             )
         };
-        if (has_write_infos || has_reply_writes) && self.rdma().qp().is_null() {
+        // With the QP destroyed, the releases below touch no QP only if
+        // teardown undid every R/W context first, while the QP lived: they
+        // then free the Write chunk infos, which a reclaimed ctxt still
+        // lists.
+        if (has_write_infos || has_reply_writes)
+            && self.rdma().qp().is_null()
+            // SAFETY: our live ctxt, whose chunk lists only its holder uses
+            // (type invariant).
+            && !unsafe { ledger::chunk_rw_ctxts_undone(p) }
+        {
             chunk_writes_after_qp_destroyed();
             return;
         }

@@ -184,6 +184,14 @@ early() {
 		awk '{ n += $1 } END { print n + 0 }'
 }
 result teardown_qp_destroyed_early "$(dmesg | tail -n +$dmesg_from | grep -c 'QP destroyed early')"
+# A ctxt released after its QP was destroyed must have had its chunk R/W
+# contexts undone while the QP lived; its Write chunk infos are freed then
+# (src/abstractions/send_ctxt/ledger.rs, chunk_rw_ctxts_undone). Each such
+# ctxt whose chunk Writes were left says so (and leaked its infos, 128
+# bytes each, before 2026-12-06: kmemleak in make check-debug).
+left=$(dmesg | tail -n +$dmesg_from | grep -c 'chunk Writes released after the QP was destroyed' || true)
+result teardown_chunk_writes_left "$left"
+[ "$left" = 0 ] || fail "teardown $flavour: $left ctxts released after the QP was destroyed still held chunk Writes, which were left"
 result teardown_completed_meanwhile "$(early 'completed meanwhile')"
 result teardown_never_completed "$(early 'never completed,')"
 result teardown_completed_after_drain "$(early 'completed after the final drain')"
