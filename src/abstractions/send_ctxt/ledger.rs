@@ -339,14 +339,13 @@ unsafe fn release_chunk_rw_ctxts(r: *mut sys::svcxprt_rdma, c: *mut sys::svc_rdm
 /// Whether every R/W context of a ctxt's Write chunks and Reply chunk has
 /// been undone ([`release_chunk_rw_ctxts`], at teardown while the QP
 /// lived): the chunk contexts' lists are empty, so releasing them only
-/// frees the Write chunk infos and touches no QP. Cold: only a ctxt
-/// released after its QP was destroyed asks.
+/// frees the Write chunk infos and touches no QP. Only a ctxt released
+/// after its QP was destroyed asks, from a cold function.
 ///
 /// # Safety
 ///
 /// `c` is a live ctxt whose chunk lists nobody else uses meanwhile.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 pub(super) unsafe fn chunk_rw_ctxts_undone(c: *mut sys::svc_rdma_send_ctxt) -> bool {
     // SAFETY: `c` is live (`# Safety`): the place of one of its fields.
     let head = unsafe { addr_of_mut!((*c).sc_write_info_list) };

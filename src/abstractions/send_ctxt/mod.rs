@@ -72,18 +72,6 @@ fn layouts(rdma: &Rdma) -> Option<(Layout, Layout, Layout)> {
     ))
 }
 
-/// A ctxt still held chunk Writes whose R/W contexts were not undone when
-/// teardown had destroyed its QP: they cannot be undone any more
-/// (`rdma_rw_ctx_destroy` needs the QP) and are left allocated and mapped.
-/// Teardown undoes every ctxt's before it destroys the QP
-/// (`release_unreturned_chunk_io`), so only a caller that breaks that
-/// order gets here.
-#[cold]
-#[inline(never)]
-fn chunk_writes_after_qp_destroyed() {
-    kernel::pr_warn!("send ctxt: chunk Writes released after the QP was destroyed: left\n");
-}
-
 /// `kmalloc_node`, zeroed or not; `None` on failure. Out of line, as
 /// [`kfree`]: both run only when the pool grows or the transport goes.
 #[inline(never)]
@@ -623,7 +611,6 @@ impl<'r> Ctxt<'r> {
     /// second call finds none.
     #[inline(always)]
     pub(crate) fn release_chunk_writes(&mut self) {
-        let rdma = self.rdma().as_ptr();
         let p = self.as_ptr();
         // SAFETY: fields of our live ctxt that only its holder uses (the
         // chain is not posted: type invariant), read in place.
@@ -636,19 +623,45 @@ impl<'r> Ctxt<'r> {
                 (*p).sc_reply_info.wi_cc.cc_sqecount != 0,
             )
         };
-        // With the QP destroyed, the releases below touch no QP only if
-        // teardown undid every R/W context first, while the QP lived: they
-        // then free the Write chunk infos, which a reclaimed ctxt still
-        // lists.
-        if (has_write_infos || has_reply_writes)
-            && self.rdma().qp().is_null()
-            // SAFETY: our live ctxt, whose chunk lists only its holder uses
-            // (type invariant).
-            && !unsafe { ledger::chunk_rw_ctxts_undone(p) }
-        {
-            chunk_writes_after_qp_destroyed();
+        if !(has_write_infos || has_reply_writes) {
             return;
         }
+        if self.rdma().qp().is_null() {
+            // Out of line: only a ctxt reclaimed at teardown gets here.
+            self.release_chunk_writes_qp_destroyed(has_write_infos, has_reply_writes);
+            return;
+        }
+        self.release_chunk_writes_now(has_write_infos, has_reply_writes);
+    }
+
+    /// [`Self::release_chunk_writes`] once teardown destroyed the QP: a
+    /// ctxt released then (a completion that came after the final drain,
+    /// or a reclaimed one) still lists its Write chunk infos. Teardown
+    /// undid their R/W contexts while the QP lived
+    /// (`release_unreturned_chunk_io`), so the releases touch no QP and
+    /// only free the infos. Were any R/W context left (a caller that
+    /// breaks that order), it could not be undone any more
+    /// (`rdma_rw_ctx_destroy` needs the QP): it is left allocated and
+    /// mapped, with a warning.
+    #[cold]
+    #[inline(never)]
+    fn release_chunk_writes_qp_destroyed(&mut self, has_write_infos: bool, has_reply_writes: bool) {
+        // SAFETY: our live ctxt, whose chunk lists only its holder uses
+        // (type invariant).
+        if unsafe { ledger::chunk_rw_ctxts_undone(self.as_ptr()) } {
+            self.release_chunk_writes_now(has_write_infos, has_reply_writes);
+        } else {
+            kernel::pr_warn!("send ctxt: chunk Writes released after the QP was destroyed: left\n");
+        }
+    }
+
+    /// The two releases of `svc_rdma_rw.c`, for the chunk Writes the ctxt
+    /// has: on a live QP, or on a destroyed one once every R/W context was
+    /// undone (their lists are empty, so no QP is touched).
+    #[inline(always)]
+    fn release_chunk_writes_now(&mut self, has_write_infos: bool, has_reply_writes: bool) {
+        let rdma = self.rdma().as_ptr();
+        let p = self.as_ptr();
         if has_write_infos {
             // SAFETY: nothing of the chain is posted (type invariant), so
             // the Write chunks' R/W contexts are idle; the infos are the
