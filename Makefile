@@ -136,8 +136,8 @@ check-debug:
 	@scripts/check.sh debug
 
 # The DMA-mapped phases with the server's NIC behind QEMU's emulated Intel
-# IOMMU (strict) instead of swiotlb: a third kernel build (ACPI, the IOMMU),
-# so not part of `make check` either.
+# IOMMU (strict) instead of swiotlb, on the test kernel (ACPI, the IOMMU);
+# `make check` runs some of them that way (Documentation/testing.rst).
 check-iommu:
 	@scripts/check.sh iommu
 

@@ -6,7 +6,7 @@
 # Builds rpcrdma.ko of the given flavour out of tree against KDIR (a kernel
 # build tree, or a distribution's headers: scripts/prepare-kdir.sh then
 # regenerates what they lack) from the xprtrdma sources of KSRC, and puts
-# it at build/NAME/rpcrdma.ko (build-debug/NAME for KERNEL_VARIANT=debug, build-iommu/NAME for iommu; NAME defaults to FLAVOUR; a variant built
+# it at build/NAME/rpcrdma.ko (build-debug/NAME for KERNEL_VARIANT=debug; NAME defaults to FLAVOUR; a variant built
 # with other MODULE_MAKE_ARGS gets its own NAME). KDIR defaults to the
 # cached test kernel, KSRC to KDIR's source tree. Compiler and flags always
 # come from the kernel's own config (scripts/kernel-toolchain.sh).

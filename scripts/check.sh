@@ -5,16 +5,18 @@
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
-# (iommu; iommu-teardown, iommu-conformance, ... run one of its phases).
+# (iommu; iommu-teardown, iommu-conformance, ... run one of its phases:
+# the test kernel, booted behind an emulated IOMMU).
 # Sets up and builds whatever is missing, runs the phases, prints a line per
 # check and ends with "N passed, N failed"; exits non-zero on any failure.
 
 # The debug run uses the debug kernel (scripts/kernel-debug.config) for
-# everything, including the builds and VMs of the phases it shares; the
-# iommu run the same way its kernel (scripts/kernel-iommu.config).
+# everything, including the builds and VMs of the phases it shares. The
+# iommu run uses the test kernel, and its DMA-mapped VMs boot behind the
+# IOMMU (DMA_IOMMU=1, scripts/vm-run.sh).
 case "${1:-}" in
 debug | debug-*) export KERNEL_VARIANT=debug ;;
-iommu | iommu-*) export KERNEL_VARIANT=iommu ;;
+iommu | iommu-*) export DMA_IOMMU=1 ;;
 esac
 . "$(dirname "$0")/lib.sh"
 
@@ -27,6 +29,17 @@ T_START_EPOCH=$(date +%s)
 
 ok()  { PASSED=$((PASSED + 1)); printf 'PASS: %s\n' "$1"; }
 bad() { FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); printf 'FAIL: %s\n' "$1"; }
+# dma_mode_ok RUN NAME WHAT: the DMA-mapped run RUN, called NAME, ran in
+# the mode it should (lib.sh iommu_for): its guest proved that mode.
+dma_mode_ok() {
+	local want got
+	want=$(dma_mode_want "$2") got=$(dma_mode_of "$1")
+	if [ "$got" = "$want" ]; then
+		ok "$3: DMA-mapped, $([ "$want" = iommu ] && echo "behind the emulated IOMMU (strict)" || echo "bounced through swiotlb")"
+	else
+		bad "$3: its guest ran DMA-mapped ${got:-in no mode it proved}, not $want ($1)"
+	fi
+}
 # phase NAME CMD...: time a phase; a phase that fails to run counts as one
 # failure (its own checks, if any, were counted by CMD).
 phase() {
@@ -455,10 +468,11 @@ do_teardown_strand() {
 		# shellcheck disable=SC2207 # cov_vm_args' words are options
 		vm_args=($(cov_vm_args rust trace))
 	fi
-	run=$(bash "$TOP/scripts/vm-run.sh" "${vm_args[@]}" -D -t 500 -e rs_fabric=siw \
-		-e rs_siw_strand="$strand" -n "teardown-strand$strand-rust" teardown rust "$cycles") || rc=$?
+	run=$(DMA_IOMMU=$(iommu_for "teardown-strand$strand") bash "$TOP/scripts/vm-run.sh" "${vm_args[@]}" \
+		-D -t 500 -e rs_fabric=siw -e rs_siw_strand="$strand" -n "teardown-strand$strand-rust" teardown rust "$cycles") || rc=$?
 	[ "$strand" = 3 ] || cov_note_run rust "$run"
 	relay_guest "teardown siw strand_sends=$strand" "$run"
+	dma_mode_ok "$run" "teardown-strand$strand" "teardown siw strand_sends=$strand"
 	[ -f "$run/summary" ] && grep -E '^teardown_(qp|completed|never|siw)' "$run/summary" | sed 's/^/    /'
 	[ "$rc" = 0 ] || bad "teardown siw strand_sends=$strand VM run (status $rc, logs in $run)"
 	early=$(sed -n 's/^teardown_qp_destroyed_early=//p' "$run/summary" 2>/dev/null)
@@ -565,8 +579,9 @@ do_faults() {
 	fi
 	ok "rpcrdma.ko builds with RPCRDMA_RS_FAULT_INJECTION=y"
 	# shellcheck disable=SC2086 # FAULT_POINTS is a list
-	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 900 -n faults-rust faults 100 ${FAULT_POINTS:-}) || rc=$?
+	run=$(DMA_IOMMU=$(iommu_for faults) bash "$TOP/scripts/vm-run.sh" -D -t 900 -n faults-rust faults 100 ${FAULT_POINTS:-}) || rc=$?
 	relay_guest "faults rust" "$run"
+	dma_mode_ok "$run" faults "faults rust"
 	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
 	[ "$rc" = 0 ] || bad "faults rust VM run (status $rc, logs in $run)"
 }
@@ -835,6 +850,15 @@ all)
 	export COVERAGE=${COVERAGE:-1} COV_FLAVOURS=${COV_FLAVOURS:-c rust}
 	# failfunc injects the other two on the production build.
 	FAULT_POINTS="send_ctxt_get post_mid"
+	# The DMA-mapped runs booted behind the emulated IOMMU (strict) instead
+	# of swiotlb (lib.sh iommu_for; Documentation/testing.rst): the
+	# stranding siw's teardowns 1 and 2, the fault injection, the rust
+	# conformance server over soft-iWARP, and the mutations that need no
+	# bouncing. The rest stays in swiotlb, which alone catches a missing,
+	# short or late sync (stale bytes).
+	export IOMMU_RUNS=${IOMMU_RUNS-"teardown-strand1 teardown-strand2 faults conformance-siw
+		mutation-unmap_in_flight mutation-leak_on_error mutation-leak_on_post_error
+		mutation-unmap_wrong_len mutation-double_unmap"}
 	LINT_BESIDE=1
 	mkdir -p "$LOGS" && : >"$LOGS/coverage-runs.txt"
 	phase setup do_setup || { summary; exit 1; }
@@ -892,11 +916,11 @@ iommu)
 	# QEMU's emulated Intel IOMMU (q35, intel-iommu, iommu.strict=1) instead
 	# of swiotlb=force: a DMA address is an IOVA of the NIC's domain, and an
 	# access through one unmapped reaches no page (the drivers refuse it
-	# with a WARNING, kernel-patches/iommu). Needs a kernel of its own
-	# (ACPI, INTEL_IOMMU: 845 s to build on 2 cores), so not part of
-	# `make check`; Documentation/testing.rst says why.
+	# with a WARNING, kernel-patches/0003). The test kernel serves it
+	# (ACPI, INTEL_IOMMU); Documentation/testing.rst says which of these
+	# phases `make check` runs.
 	phase setup do_setup || { summary; exit 1; }
-	if phase build-iommu build_kernel_and_modules; then
+	if phase build build_kernel_and_modules; then
 		phase teardown do_iommu_teardown || true
 		phase conformance do_conformance || true
 		phase hostile do_hostile || true
@@ -910,7 +934,7 @@ iommu)
 iommu-teardown | iommu-conformance | iommu-hostile | iommu-faults | iommu-failfunc | iommu-dma-mutations)
 	# One phase of `make check-iommu`, alone.
 	phase setup do_setup || { summary; exit 1; }
-	if phase build-iommu build_kernel_and_modules; then
+	if phase build build_kernel_and_modules; then
 		case $WHAT in
 		iommu-teardown) phase teardown do_iommu_teardown || true ;;
 		iommu-conformance) phase conformance do_conformance || true ;;

@@ -23,7 +23,9 @@
 # real, bounced through swiotlb and checked by DMA-API debugging), so the
 # wire check and the data checks also catch a reply whose bytes the device
 # read before they were synced; CONF_DMA=0 runs them in the plain
-# virtual-DMA mode of soft-RoCE and soft-iWARP.
+# virtual-DMA mode of soft-RoCE and soft-iWARP. A fabric whose run lib.sh's
+# iommu_for names ("conformance-FABRIC") has its server behind the emulated
+# IOMMU instead of swiotlb (make check: soft-iWARP; make check-iommu: all).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -265,7 +267,7 @@ for FABRIC in "${FABRICS[@]}"; do
 	fi
 	for f in "${FL[@]}"; do
 		t0=$SECONDS
-		say "conformance: $f flavour over $FABRIC, server and client VMs$([ "$DMA" = 1 ] && echo ", the server DMA-mapped") (~4 min under TCG)"
+		say "conformance: $f flavour over $FABRIC, server and client VMs$([ "$DMA" = 1 ] && echo ", the server DMA-mapped ($(dma_mode_want "conformance-$FABRIC"))") (~4 min under TCG)"
 		rc=0
 		if [ "${CONF_REUSE:-0}" = 1 ]; then
 			# Re-check the latest runs without booting anything (developing the checks).
@@ -276,7 +278,7 @@ for FABRIC in "${FABRICS[@]}"; do
 			for a in $(cov_vm_args "$f"); do
 				case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
 			done
-			runs=$(bash "$TOP/scripts/vm-pair.sh" -t 1500 -e "rs_fabric=$FABRIC" "${DMA_OPT[@]}" "${cov[@]}" \
+			runs=$(DMA_IOMMU=$(iommu_for "conformance-$FABRIC") bash "$TOP/scripts/vm-pair.sh" -t 1500 -e "rs_fabric=$FABRIC" "${DMA_OPT[@]}" "${cov[@]}" \
 				conf-server conf-client "$f" "$secs") || rc=$?
 			cov_note_run "$f" "${runs%% *}"
 			for r in $runs; do echo "$FABRIC" >"$r/fabric"; done
@@ -288,6 +290,13 @@ for FABRIC in "${FABRICS[@]}"; do
 		check_flavour "$f"
 		if [ "$(value "${SRV[$f]}" dma_mapped)" != "$DMA" ]; then
 			fail "conformance $f $FABRIC: the server ran with dma_mapped=$(value "${SRV[$f]}" dma_mapped), wanted $DMA"
+		elif [ "$DMA" = 1 ]; then
+			want=$(dma_mode_want "conformance-$FABRIC") got=$(dma_mode_of "${SRV[$f]}")
+			if [ "$got" = "$want" ]; then
+				pass "conformance $f $FABRIC: the server ran DMA-mapped, $want"
+			else
+				fail "conformance $f $FABRIC: the server ran DMA-mapped ${got:-in no mode it proved}, not $want"
+			fi
 		fi
 	done
 	if [ ${#FL[@]} -ge 2 ]; then

@@ -50,6 +50,10 @@
 #                     bytes: at the post the driver finds the bounce slot
 #                     holding other bytes than the memory, and warns with
 #                     the first byte that differs (rxe and siw alike)
+# A mutation whose run lib.sh's iommu_for names ("mutation-NAME") runs
+# behind the emulated IOMMU instead of swiotlb (make check: the five that
+# need no bouncing; make check-iommu: all it runs), and its guest must
+# prove that mode.
 # Prints PASS:/FAIL: lines (a mutation caught is a PASS) and exits non-zero
 # on any FAIL. --build-only builds the mutants and runs nothing (make check
 # builds them in the background beforehand).
@@ -102,16 +106,22 @@ for m in "${MUTATIONS[@]}"; do
 	fi
 	[ "$BUILD_ONLY" = 1 ] && continue
 	rc=0
-	run=$(bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" dma-mutant "$dir" "$SECONDS_PER_RUN" "$faults") || rc=$?
+	run=$(DMA_IOMMU=$(iommu_for "mutation-$m") bash "$TOP/scripts/vm-run.sh" -D -t 600 -n "dma-mutant-$m" \
+		dma-mutant "$dir" "$SECONDS_PER_RUN" "$faults") || rc=$?
 	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then
 		fail "dma mutation $m: the run did not finish (status $rc, $run/console.log)"
+		continue
+	fi
+	mode=$(dma_mode_of "$run")
+	if [ "$mode" != "$(dma_mode_want "mutation-$m")" ]; then
+		fail "dma mutation $m: its guest ran DMA-mapped ${mode:-in no mode it proved}, not $(dma_mode_want "mutation-$m") ($run)"
 		continue
 	fi
 	bad=$(value "$run" client_bad_replies) errors=$(value "$run" dma_api_errors)
 	start=$(value "$run" dma_mappings_rxe0_start) end=$(value "$run" dma_mappings_rxe0_end)
 	io="mount_ok=$(value "$run" mount_ok) io_ok=$(value "$run" io_ok) data_ok=$(value "$run" data_ok)"
 	reports=$(grep -cE 'WARNING:|DMA-API:' "$run/console.log" || true)
-	echo "    $m: $io client_bad_replies=$bad dma_api_errors=$errors mappings ${start:-?} -> ${end:-?}" \
+	echo "    $m ($mode): $io client_bad_replies=$bad dma_api_errors=$errors mappings ${start:-?} -> ${end:-?}" \
 		"kernel reports=$reports (status $rc, $run)"
 	grep -m 3 -E 'DMA-API: ' "$run/console.log" | sed 's/^/      /' || true
 	# The drivers' check at the post (ib_sw_dma_check_visible(),

@@ -102,17 +102,16 @@ progress_logged() {
 # The test kernel: source tree, build tree keyed by version + config hash.
 # KERNEL_VARIANT=debug adds scripts/kernel-debug.config (KASAN, lockdep,
 # kmemleak, ...): a second kernel, with its modules in build-debug/.
-# KERNEL_VARIANT=iommu adds scripts/kernel-iommu.config (ACPI, the Intel
-# IOMMU) and the patches of scripts/kernel-patches/iommu/: a third kernel,
-# for the DMA-mapped mode behind QEMU's emulated IOMMU (make check-iommu),
-# with its modules in build-iommu/.
+# Both kernels have ACPI and the Intel IOMMU: DMA_IOMMU=1 (make
+# check-iommu) makes vm-run.sh -D boot a VM whose NICs sit behind QEMU's
+# emulated IOMMU, instead of swiotlb; no third kernel.
 export KERNEL_VARIANT=${KERNEL_VARIANT:-}
 case "$KERNEL_VARIANT" in
 "") MODULE_OUT=build ;;
 debug) MODULE_OUT=build-debug ;;
-iommu) MODULE_OUT=build-iommu ;;
-*) die "KERNEL_VARIANT must be empty, debug or iommu, not '$KERNEL_VARIANT'" ;;
+*) die "KERNEL_VARIANT must be empty or debug, not '$KERNEL_VARIANT'" ;;
 esac
+export DMA_IOMMU=${DMA_IOMMU:-0}
 kernel_src()  { echo "$CACHE/src/linux-source-$KVER_PKG"; }
 config_fragments() {
 	echo "$TOP/scripts/kernel.config"
@@ -131,11 +130,10 @@ module_patches() {
 # fixes to the kernels themselves and the test drivers' DMA-mapped mode
 # (scripts/kernel-patches/), then the module patches above, so that the
 # kernel's own tree (the in-tree graft, the C flavour's sources) has the
-# fixes too. A variant's own patches (scripts/kernel-patches/VARIANT/) last.
+# fixes too.
 kernel_patches() {
 	ls "$TOP"/scripts/kernel-patches/*.patch 2>/dev/null || true
 	module_patches
-	[ -z "$KERNEL_VARIANT" ] || ls "$TOP/scripts/kernel-patches/$KERNEL_VARIANT"/*.patch 2>/dev/null || true
 }
 # patch_diffs PATCH...: what the patches change, without their descriptions
 # (from the first "--- " line to the end, less a format-patch signature):
@@ -313,3 +311,21 @@ check_qemu_plugin_api() {
 		<(nm -D --defined-only "$qemu" | awk '{ print $3 }' | sort -u))
 	[ -z "$missing" ] || die "this QEMU does not export: $missing"
 }
+
+# The DMA-mapped VM runs (vm-run.sh -D) that boot behind QEMU's emulated
+# IOMMU instead of swiotlb: every one with DMA_IOMMU=1 (make check-iommu);
+# in `make check`, those IOMMU_RUNS names (scripts/check.sh), so that both
+# modes run at every check, each with a share of the DMA-mapped runs
+# (Documentation/testing.rst says which and why).
+# iommu_for NAME: 1 if the run called NAME boots behind the IOMMU, else 0.
+iommu_for() {
+	local runs
+	# shellcheck disable=SC2086 # split on any white space, joined by one
+	runs=" $(echo ${IOMMU_RUNS:-}) "
+	if [ "$DMA_IOMMU" = 1 ] || [[ "$runs" = *" $1 "* ]]; then echo 1; else echo 0; fi
+}
+# dma_mode_want NAME: the mode that run's guest must prove (iommu or swiotlb).
+dma_mode_want() { if [ "$(iommu_for "$1")" = 1 ]; then echo iommu; else echo swiotlb; fi; }
+# dma_mode_of RUN: the modes RUN's guest proved (tests/vm/guest/lib.sh,
+# dma_mode_start: one per RDMA device), each named once.
+dma_mode_of() { sed -n 's/^dma_mode=//p' "$1/summary" 2>/dev/null | sort -u | paste -sd ' '; }

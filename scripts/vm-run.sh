@@ -33,10 +33,11 @@
 # through swiotlb (swiotlb=force) and checked by CONFIG_DMA_API_DEBUG, as
 # on a server whose RDMA NIC is behind swiotlb; a second NIC, eth1, is
 # there for a second software RDMA device (tests/vm/guest/lib.sh, dma_*).
-# With KERNEL_VARIANT=iommu, -D puts the NICs behind QEMU's emulated Intel
-# IOMMU instead (q35, intel-iommu, iommu.strict=1; the NICs with
+# With DMA_IOMMU=1 (environment), -D puts the NICs behind QEMU's emulated
+# Intel IOMMU instead (q35, intel-iommu, iommu.strict=1; the NICs with
 # iommu_platform=on): a DMA address is an IOVA of the NIC's IOMMU domain,
-# and the drivers refuse one that is not mapped (kernel-patches/iommu).
+# and the drivers refuse one that is not mapped (kernel-patches/0003).
+# The test kernels have ACPI and the IOMMU driver for it.
 # DMA_SWIOTLB_SLABS=N (environment) gives -D a swiotlb pool of N slots
 # (2 KiB each; swiotlb rounds the count up) in place of the default, for
 # mapping failures of the DMA layer's own (by hand; testing.rst).
@@ -79,8 +80,8 @@ shift
 # DMA-API debugging, and the guest counts swiotlb's slots instead
 # (rs_dma_debug=0, tests/vm/guest/lib.sh).
 OTHER_KERNEL=${KIMAGE:+1}
-[ "$DMA_MAPPED" = 0 ] || [ -z "$OTHER_KERNEL" ] || [ "${KERNEL_VARIANT:-}" != iommu ] ||
-	die "-D behind the IOMMU needs the iommu test kernel, not -K"
+[ "$DMA_MAPPED" = 0 ] || [ -z "$OTHER_KERNEL" ] || [ "$DMA_IOMMU" != 1 ] ||
+	die "-D behind the IOMMU needs a test kernel (0003), not -K"
 
 ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: run scripts/mkrootfs.sh"
 if [ -n "$KIMAGE" ]; then
@@ -122,7 +123,7 @@ fs() { # id path [ro]
 NIC_OPTS=
 if [ "$DMA_MAPPED" = 1 ]; then
 	EXTRA="$EXTRA rs_dma=1 rdma_rxe.dma_mapped=1 siw.dma_mapped=1"
-	if [ "$KERNEL_VARIANT" = iommu ]; then
+	if [ "$DMA_IOMMU" = 1 ]; then
 		# The IOMMU is created before the devices it translates for;
 		# virtio goes through it only as a modern device with
 		# ACCESS_PLATFORM.

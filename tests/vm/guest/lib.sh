@@ -214,7 +214,7 @@ setup_fabric() {
 # (WARNING) any access through an address that is not mapped; DMA-API
 # debugging checks every map, unmap and sync. Each device's mappings at
 # start are recorded in /tmp/dma-devs; dma_mode_check compares at the end.
-# Behind the emulated IOMMU (rs_iommu=1, the iommu kernel) nothing bounces:
+# Behind the emulated IOMMU (rs_iommu=1: vm-run.sh -D with DMA_IOMMU=1) nothing bounces:
 # a DMA address is an IOVA, translated through the NIC's IOMMU domain, and
 # one that is not mapped (never, or no longer) is refused.
 DMA_MAPPED=${rs_dma:-0}
@@ -290,12 +290,14 @@ dma_mode_start() {
 		[ "$translated" -gt 0 ] ||
 			{ fail "DMA-mapped mode: none of $dev's $base mappings has an IOVA other than its address"; return 1; }
 		how="behind the IOMMU in a strict DMA domain (group $(basename "$(readlink $group)"); $translated of its $base mappings at start translated)"
+		result dma_mode iommu
 	else
 		case $line in
 		*"every mapping bounced"*) ;;
 		*) fail "DMA-mapped mode: $2 on $1 has no bounced DMA device (${line:-no message from $mod})"; return 1 ;;
 		esac
 		how="every mapping bounced by swiotlb ($base mappings at start)"
+		result dma_mode swiotlb
 	fi
 	echo "$dev $base $2" >>/tmp/dma-devs
 	pass "DMA-mapped mode: $2 on $1 maps through PCI device $dev, $how, checked by DMA-API debugging"
