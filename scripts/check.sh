@@ -141,6 +141,8 @@ do_host() {
 	# version installs as a no-op): the check itself, then its own test.
 	relay_script "" bash "$TOP/scripts/shipped-version.sh" check || true
 	relay_script "" bash "$TOP/tests/host/test_shipped_version.sh" || true
+	# Which DMA-mapped runs boot behind the IOMMU (lib.sh iommu_for).
+	relay_script "" bash "$TOP/tests/host/test_dma_modes.sh" || true
 	# The conformance suite's wire checker, tested on rows that break each rule.
 	local t
 	for t in "$TOP"/tests/host/py/test_*.py; do
