@@ -650,7 +650,11 @@ do_coverage() {
 	if [ -f "$TOP/build/rust-prod/text-bytes.txt" ]; then
 		a=$(awk '{ s += $2 } END { print s + 0 }' "$TOP/build/rust-prod/text-bytes.txt")
 		b=$(awk '{ s += $2 } END { print s + 0 }' "$TOP/build/rust-cov/text-bytes.txt")
-		if [ $((a > b ? a - b : b - a)) -le 16 ]; then
+		# Debuginfo moves a few bytes of codegen: 16 at dc87b38; 48 at
+		# cfbfe22 (release_completed and reclaim_unreturned 16 each,
+		# put_ctxt 4: the functions the teardown fix changed). A build of
+		# other flags or code differs by kilobytes.
+		if [ $((a > b ? a - b : b - a)) -le 64 ]; then
 			ok "coverage: build/rust-cov's Send-path text is the production build's ($b bytes, rust-prod $a)"
 		else
 			bad "coverage: build/rust-cov's Send-path text ($b bytes) is not the production build's ($a)"
