@@ -112,9 +112,8 @@ for m in "${MUTATIONS[@]}"; do
 		fail "dma mutation $m: the run did not finish (status $rc, $run/console.log)"
 		continue
 	fi
-	mode=$(dma_mode_of "$run")
-	if [ "$mode" != "$(dma_mode_want "mutation-$m")" ]; then
-		fail "dma mutation $m: its guest ran DMA-mapped ${mode:-in no mode it proved}, not $(dma_mode_want "mutation-$m") ($run)"
+	if ! mode=$(dma_mode_check "$run" "mutation-$m"); then
+		fail "dma mutation $m: its guest $mode ($run)"
 		continue
 	fi
 	bad=$(value "$run" client_bad_replies) errors=$(value "$run" dma_api_errors)

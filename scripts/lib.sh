@@ -329,3 +329,17 @@ dma_mode_want() { if [ "$(iommu_for "$1")" = 1 ]; then echo iommu; else echo swi
 # dma_mode_of RUN: the modes RUN's guest proved (tests/vm/guest/lib.sh,
 # dma_mode_start: one per RDMA device), each named once.
 dma_mode_of() { sed -n 's/^dma_mode=//p' "$1/summary" 2>/dev/null | sort -u | paste -sd ' '; }
+# dma_mode_check RUN NAME: whether the guest of RUN, the run called NAME,
+# proved the one mode it had to run in. Prints that mode; or, with status
+# 1, what it proved instead, as "ran DMA-mapped ..., not MODE", for the
+# caller's verdict.
+dma_mode_check() {
+	local want got
+	want=$(dma_mode_want "$2") got=$(dma_mode_of "$1")
+	if [ "$got" = "$want" ]; then
+		echo "$want"
+	else
+		echo "ran DMA-mapped ${got:-in no mode it proved}, not $want"
+		return 1
+	fi
+}

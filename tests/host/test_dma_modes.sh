@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Which DMA-mapped runs boot behind the emulated IOMMU (scripts/lib.sh
-# iommu_for, dma_mode_want, dma_mode_of): the names in IOMMU_RUNS, split on
+# iommu_for, dma_mode_want, dma_mode_of, dma_mode_check): the names in IOMMU_RUNS, split on
 # any white space; all of them with DMA_IOMMU=1; and every name make
 # check's default list gives is one that a script asks about, so that a
 # misspelt name cannot leave its run in swiotlb unnoticed (the run would
@@ -40,6 +40,12 @@ expect "dma_mode_of two devices in one mode" "$(dma_mode_of "$T/two")" swiotlb
 expect "dma_mode_of a run in two modes (wants neither)" "$(dma_mode_of "$T/mixed")" "iommu swiotlb"
 expect "dma_mode_of a run that proved none" "$(dma_mode_of "$T/none")" ""
 expect "dma_mode_of a run without a summary" "$(dma_mode_of "$T/missing")" ""
+# dma_mode_check: the verdict the scripts give, and its status.
+check() { local out rc=0; out=$(DMA_IOMMU=0 IOMMU_RUNS=$runs dma_mode_check "$@") || rc=$?; echo "$rc $out"; }
+expect "dma_mode_check of a run in its mode" "$(check "$T/one" faults)" "0 iommu"
+expect "dma_mode_check of a run in the other mode" "$(check "$T/two" faults)" "1 ran DMA-mapped swiotlb, not iommu"
+expect "dma_mode_check of a run in two modes" "$(check "$T/mixed" teardown-strand3)" "1 ran DMA-mapped iommu swiotlb, not swiotlb"
+expect "dma_mode_check of a run that proved none" "$(check "$T/none" teardown-strand3)" "1 ran DMA-mapped in no mode it proved, not swiotlb"
 
 # Every name of make check's default list is one a script asks iommu_for
 # about: the strand teardowns, faults, the conformance fabrics, the
