@@ -909,12 +909,14 @@ all)
 	# The DMA-mapped runs booted behind the emulated IOMMU (strict) instead
 	# of swiotlb (lib.sh iommu_for; Documentation/testing.rst): the
 	# stranding siw's teardowns 1 and 2, the fault injection, the rust
-	# conformance server over soft-iWARP, and the mutations that need no
-	# bouncing. The rest stays in swiotlb, which alone catches a missing,
-	# short or late sync (stale bytes).
+	# conformance server over soft-iWARP, five mutations that need no
+	# bouncing, and reuse_in_flight, which needs the IOMMU's reuse of an
+	# IOVA. The rest stays in swiotlb, which alone catches a missing, short
+	# or late sync (stale bytes); wrong_direction and sge_overrun, caught
+	# in both modes, run there.
 	export IOMMU_RUNS=${IOMMU_RUNS-"teardown-strand1 teardown-strand2 faults conformance-siw
 		mutation-unmap_in_flight mutation-leak_on_error mutation-leak_on_post_error
-		mutation-unmap_wrong_len mutation-double_unmap"}
+		mutation-unmap_wrong_len mutation-double_unmap mutation-reuse_in_flight"}
 	LINT_BESIDE=1
 	mkdir -p "$LOGS" && : >"$LOGS/coverage-runs.txt"
 	phase setup do_setup || { summary; exit 1; }
@@ -978,9 +980,9 @@ iommu)
 		phase hostile do_hostile || true
 		phase faults do_faults || true
 		phase failfunc do_failfunc || true
-		# Not skip_header_sync nor sync_after_post: behind an IOMMU
-		# nothing bounces, so a sync has nothing to copy.
-		phase dma-mutations do_dma_mutations unmap_in_flight leak_on_error leak_on_post_error unmap_wrong_len double_unmap || true
+		# Not skip_header_sync, short_sync nor sync_after_post: behind
+		# an IOMMU nothing bounces, so a sync has nothing to copy.
+		phase dma-mutations do_dma_mutations unmap_in_flight reuse_in_flight leak_on_error leak_on_post_error unmap_wrong_len double_unmap wrong_direction sge_overrun || true
 	fi
 	;;
 iommu-teardown | iommu-conformance | iommu-hostile | iommu-faults | iommu-failfunc | iommu-dma-mutations)

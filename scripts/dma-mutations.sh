@@ -33,6 +33,14 @@
 #                     reads through an address no longer mapped, which
 #                     the driver refuses with a warning (a freed swiotlb
 #                     slot; behind the IOMMU, an IOVA with no page)
+#   reuse_in_flight   behind the IOMMU: a reply's first payload fragment
+#                     unmapped right after its Send is posted, before the
+#                     device reads it, and the same memory mapped again at
+#                     once, which the IOMMU's allocator gives the IOVA just
+#                     freed: the device reads the right bytes through a
+#                     live mapping, and only the generation the driver
+#                     recorded at the post (kernel-patches/0004, DMA-API
+#                     debugging's mappings) tells it from the one posted
 #   wrong_direction   payload pages mapped and unmapped DMA_FROM_DEVICE, as
 #                     if for the device to write: the driver refuses the
 #                     device's read against the mapping's direction, with
@@ -63,7 +71,7 @@
 BUILD_ONLY=0
 [ "${1:-}" = --build-only ] && { BUILD_ONLY=1; shift; }
 MUTATIONS=("$@")
-ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight wrong_direction short_sync sge_overrun)
+ALL=(skip_header_sync leak_on_error leak_on_post_error unmap_wrong_len double_unmap sync_after_post unmap_in_flight reuse_in_flight wrong_direction short_sync sge_overrun)
 [ ${#MUTATIONS[@]} -gt 0 ] || MUTATIONS=(all)
 [ "${MUTATIONS[0]}" = all ] && MUTATIONS=("${ALL[@]}")
 SECONDS_PER_RUN=${DMA_MUTANT_SECONDS:-15}
@@ -171,6 +179,19 @@ for m in "${MUTATIONS[@]}"; do
 			pass "dma mutation $m caught: at the post the device would read unsynced bytes ($unsynced); rxe's sum found the data changed before its first read: $changed; client_bad_replies=${bad:-?}"
 		else
 			fail "dma mutation $m not caught: no unsynced bytes found at a post (rxe's changed-data warning: $changed), client_bad_replies=${bad:-?} $io ($run)"
+		fi ;;
+	reuse_in_flight)
+		# The drivers' check of the generation recorded at the post
+		# (ib_sw_dma_stamp_check(), kernel-patches/0004): the address
+		# mapped again, to the same memory, is another mapping.
+		reused=$(grep -m 1 -oE 'mutation reuse_in_flight: .*' "$run/console.log" || true)
+		stamp=$(grep -m 1 -oE 'DMA address [^ ]* was posted in a mapping of memory at [^ ]* \(generation [0-9]+\), unmapped before the device read it; it now maps [^ ]* \(generation [0-9]+\)' "$run/console.log" || true)
+		if [[ "$reused" != *"came back for the same memory"* ]]; then
+			fail "dma mutation $m not exercised: ${reused:-no report of the mutation} ($mode; it needs the IOMMU: lib.sh iommu_for mutation-$m) ($run)"
+		elif [ -z "$stamp" ]; then
+			fail "dma mutation $m not caught: ${reused#mutation reuse_in_flight: }, and no read through a mapping other than the one posted was reported, $io ($run)"
+		else
+			pass "dma mutation $m caught: the posted fragment's IOVA came back for the same memory, and the device's first read was reported as a use after unmap, by generation ($stamp)"
 		fi ;;
 	wrong_direction)
 		# The drivers' direction check (include/rdma/ib_sw_dma.h, kernel-patches/0002).

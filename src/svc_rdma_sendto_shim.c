@@ -21,6 +21,9 @@
 #include <trace/events/rpcrdma.h>
 
 #include "svc_rdma_sendto_shim.h"
+#ifdef RPCRDMA_RS_MUTATE_reuse_in_flight
+#include <linux/iommu.h>
+#endif
 
 /*
  * The prototypes the Rust crate implements, as the rest of rpcrdma sees
@@ -379,6 +382,11 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 		if (i == 0)
 			continue;
 #endif
+#ifdef RPCRDMA_RS_MUTATE_reuse_in_flight
+		/* Test build: its mapping again at the post failed. */
+		if (ib_dma_mapping_error(dev, sges[i].addr))
+			continue;
+#endif
 #ifdef RPCRDMA_RS_MUTATE_double_unmap
 		/* Test build: the first payload fragment unmapped twice. */
 		if (i == 0)
@@ -455,6 +463,45 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 	if (over)
 		over->length--;
 	return ret;
+#elif defined(RPCRDMA_RS_MUTATE_reuse_in_flight)
+	/*
+	 * Test build, behind an IOMMU: the Send's first payload fragment
+	 * unmapped right after the post, before the device reads it, and the
+	 * same memory mapped again at once. The IOMMU's allocator keeps the
+	 * IOVA just freed for the next mapping of its size, so the device's
+	 * read goes through a live mapping of the right bytes: only the
+	 * mapping's generation tells it from the one posted. The SGE takes
+	 * the new mapping's address, which the release unmaps.
+	 */
+	struct device *dma_dev = qp->device->dma_device;
+	struct iommu_domain *domain = dma_dev ? iommu_get_domain_for_dev(dma_dev) : NULL;
+	struct ib_sge *frag = NULL;
+	const struct ib_send_wr *w;
+	phys_addr_t phys = 0;
+	u64 again;
+	int ret;
+
+	for (w = wr; w && !frag; w = w->next)
+		if (w->sg_list == hdr && w->num_sge > 1)
+			frag = (struct ib_sge *)&w->sg_list[1];
+	if (!domain)
+		pr_info_once("rpcrdma: mutation reuse_in_flight: inactive, the device is not behind an IOMMU\n");
+	else if (frag)
+		phys = iommu_iova_to_phys(domain, frag->addr);
+	ib_dma_sync_single_for_device(qp->device, hdr->addr, hdr->length,
+				      DMA_TO_DEVICE);
+	ret = ib_post_send(qp, wr, bad_wr);
+	if (ret || !phys)
+		return ret;
+	ib_dma_unmap_page(qp->device, frag->addr, frag->length, DMA_TO_DEVICE);
+	again = ib_dma_map_page(qp->device, phys_to_page(phys),
+				offset_in_page(phys), frag->length, DMA_TO_DEVICE);
+	pr_info_once("rpcrdma: mutation reuse_in_flight: a posted fragment's DMA address %s after its unmap (%llx, then %llx)\n",
+		     again == frag->addr ? "came back for the same memory" : "did not come back",
+		     frag->addr, again);
+	/* The release unmaps it (not if the map failed). */
+	frag->addr = again;
+	return 0;
 #elif defined(RPCRDMA_RS_MUTATE_sync_after_post)
 	/* Test build: the header made visible only after the post. */
 	int ret = ib_post_send(qp, wr, bad_wr);
