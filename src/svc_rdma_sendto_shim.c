@@ -471,7 +471,9 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 	 * IOVA just freed for the next mapping of its size, so the device's
 	 * read goes through a live mapping of the right bytes: only the
 	 * mapping's generation tells it from the one posted. The SGE takes
-	 * the new mapping's address, which the release unmaps.
+	 * the new mapping's address, which the release unmaps. Run on one
+	 * vCPU (dma-mutations.sh): the device's thread, and the completion
+	 * that would release this ctxt, cannot run before this returns.
 	 */
 	struct device *dma_dev = qp->device->dma_device;
 	struct iommu_domain *domain = dma_dev ? iommu_get_domain_for_dev(dma_dev) : NULL;
@@ -496,9 +498,12 @@ rs_sync_header_and_post(struct ib_qp *qp, const struct ib_sge *hdr,
 	ib_dma_unmap_page(qp->device, frag->addr, frag->length, DMA_TO_DEVICE);
 	again = ib_dma_map_page(qp->device, phys_to_page(phys),
 				offset_in_page(phys), frag->length, DMA_TO_DEVICE);
-	pr_info_once("rpcrdma: mutation reuse_in_flight: a posted fragment's DMA address %s after its unmap (%llx, then %llx)\n",
-		     again == frag->addr ? "came back for the same memory" : "did not come back",
-		     frag->addr, again);
+	if (again == frag->addr)
+		pr_info_once("rpcrdma: mutation reuse_in_flight: a posted fragment's DMA address came back for the same memory after its unmap (%llx)\n",
+			     again);
+	else
+		pr_info_once("rpcrdma: mutation reuse_in_flight: a posted fragment's DMA address did not come back after its unmap (%llx, then %llx)\n",
+			     frag->addr, again);
 	/* The release unmaps it (not if the map failed). */
 	frag->addr = again;
 	return 0;
