@@ -260,9 +260,20 @@ do_lint() {
 
 # The differential build: RPCRDMA_RUST_LINK_C_SENDTO=y links the C file as
 # well, its functions renamed to <name>_c, while Rust serves every caller.
+# With coverage on, it has build/rust-cov's debuginfo flags, so that the
+# functions the KUnit suites leave as they are compile to the same machine
+# code as there, and the KUnit run's coverage counts in them
+# (coverage_report.py's kunit runs).
+kunit_build_args() {
+	if cov_wanted rust; then
+		echo "RPCRDMA_RUST_LINK_C_SENDTO=y KCFLAGS=-g KRUSTFLAGS=-Cdebuginfo=2"
+	else
+		echo "RPCRDMA_RUST_LINK_C_SENDTO=y"
+	fi
+}
 check_c_sendto_switch() {
 	local rc=0 ko=$TOP/build/rust-with-c/rpcrdma.ko
-	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=y" \
+	MODULE_MAKE_ARGS=$(kunit_build_args) \
 		bash "$TOP/scripts/build-module.sh" rust rust-with-c >/dev/null 2>&1 || rc=$?
 	if [ "$rc" != 0 ]; then
 		bad "rust flavour with RPCRDMA_RUST_LINK_C_SENDTO=y does not build ($LOGS/module-rust-with-c.log)"
@@ -302,15 +313,22 @@ parse_ktap() {
 }
 
 # The suites run from the differential build (rust flavour plus the C file
-# renamed), so that they can replay C's algorithms beside ours.
+# renamed), so that they can replay C's algorithms beside ours. With
+# coverage on, under the coverage plugin (a "kunit" run of the report).
 do_kunit() {
-	local run rc=0
-	MODULE_MAKE_ARGS="RPCRDMA_RUST_LINK_C_SENDTO=y" \
+	local run rc=0 cov=()
+	MODULE_MAKE_ARGS=$(kunit_build_args) \
 		bash "$TOP/scripts/build-module.sh" rust rust-with-c >/dev/null 2>&1 ||
 		{ bad "KUnit: the differential build does not build ($LOGS/module-rust-with-c.log)"; return 1; }
-	run=$(bash "$TOP/scripts/vm-run.sh" -t 300 -n kunit kunit rust rust-with-c) || rc=$?
+	if cov_wanted rust; then
+		coverage_plugin_build
+		cov=(-P "$COV_PLUGIN,out=@RUN@/coverage.txt,from=0xffffffffa0000000" -e rs_coverage=1)
+	fi
+	run=$(bash "$TOP/scripts/vm-run.sh" "${cov[@]}" -t 300 -n kunit kunit rust rust-with-c) || rc=$?
 	if [ "$rc" != 0 ]; then
 		bad "KUnit VM run (status $rc, logs in $run)"
+	elif [ ${#cov[@]} -gt 0 ]; then
+		echo "kunit:$TOP/build/rust-with-c:$run" >>"$LOGS/coverage-runs.txt"
 	fi
 	local n=0 f
 	for f in "$run"/kunit/*.ktap; do
@@ -553,8 +571,13 @@ do_stress_debug() {
 	[ "$rc" = 0 ] || bad "stress rust VM run (status $rc, logs in $run)"
 }
 
+# With coverage on (make check), built as build/rust-cov is but for the
+# injection points, so that the functions they leave alone are the same
+# machine code and the faults run's coverage counts in them.
 build_fault_variant() {
-	MODULE_MAKE_ARGS="RPCRDMA_RS_FAULT_INJECTION=y" bash "$TOP/scripts/build-module.sh" rust rust-fault
+	local args="RPCRDMA_RS_FAULT_INJECTION=y"
+	[ "${COVERAGE:-0}" = 1 ] && args="$args RPCRDMA_RS_KUNIT=n KCFLAGS=-g KRUSTFLAGS=-Cdebuginfo=2"
+	MODULE_MAKE_ARGS=$args bash "$TOP/scripts/build-module.sh" rust rust-fault
 }
 # The variants later phases build (fault injection, the DMA mutants, the
 # module fixes' A/B builds, the profile's production build without KUnit),
@@ -582,8 +605,14 @@ do_faults() {
 		return 1
 	fi
 	ok "rpcrdma.ko builds with RPCRDMA_RS_FAULT_INJECTION=y"
+	local cov=()
+	if cov_wanted rust; then
+		coverage_plugin_build
+		cov=(-P "$COV_PLUGIN,out=@RUN@/coverage.txt,from=0xffffffffa0000000" -e rs_coverage=1)
+	fi
 	# shellcheck disable=SC2086 # FAULT_POINTS is a list
-	run=$(DMA_IOMMU=$(iommu_for faults) bash "$TOP/scripts/vm-run.sh" -D -t 900 -n faults-rust faults 100 ${FAULT_POINTS:-}) || rc=$?
+	run=$(DMA_IOMMU=$(iommu_for faults) bash "$TOP/scripts/vm-run.sh" "${cov[@]}" -D -t 900 -n faults-rust faults 100 ${FAULT_POINTS:-}) || rc=$?
+	[ ${#cov[@]} = 0 ] || [ "$rc" != 0 ] || echo "fault:$TOP/build/rust-fault:$run" >>"$LOGS/coverage-runs.txt"
 	relay_guest "faults rust" "$run"
 	dma_mode_ok "$run" faults "faults rust"
 	[ -f "$run/summary" ] && grep -E '^(injected|reconnects|seconds)_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'

@@ -77,19 +77,26 @@ class Build:
                    'crate': lambda f: f.startswith('svc_rdma_sendto_rs'),
                    'shim': lambda f: f == 'svc_rdma_sendto_shim.c'}
 
-    def __init__(self, flavour, path):
+    def __init__(self, flavour, path, like=None):
+        """like: for a build whose runs are carried over onto another's
+        functions (the KUnit build), that other Build: its functions are
+        looked up here by name, and those missing are left out."""
         self.flavour, self.path = flavour, path
         self.ko = os.path.join(path, 'rpcrdma.ko')
         if not os.path.isfile(self.ko):
             sys.exit(f'coverage_report: no {self.ko}')
         self.sections = {}      # index -> name
         self.section_size = {}  # name -> bytes
-        for m in re.finditer(r'^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)',
+        self.section_offset = {}  # name -> file offset
+        for m in re.finditer(r'^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)',
                              run(['readelf', '-SW', self.ko]), re.M):
             self.sections[m.group(1)] = m.group(2)
-            self.section_size[m.group(2)] = int(m.group(3), 16)
+            self.section_offset[m.group(2)] = int(m.group(3), 16)
+            self.section_size[m.group(2)] = int(m.group(4), 16)
+        self.relocs = None      # section -> [(offset, type, symbol, addend)]
         # Every function symbol: (name, file, section name, value, size).
         self.symbols = []
+        self.local_data = set()  # local symbols that are not functions
         cur_file = ''
         for line in run(['readelf', '-sW', self.ko]).splitlines():
             f = line.split()
@@ -97,6 +104,8 @@ class Build:
                 continue
             if f[3] == 'FILE':
                 cur_file = f[7]
+            elif f[3] != 'FUNC' and f[4] == 'LOCAL':
+                self.local_data.add(f[7])
             elif f[3] == 'FUNC' and f[6] in self.sections:
                 local = f[4] == 'LOCAL'
                 self.symbols.append((f[7], cur_file if local else None,
@@ -104,17 +113,24 @@ class Build:
         self.by_name = collections.defaultdict(list)
         for s in self.symbols:
             self.by_name[s[0]].append(s)
-        groups = [('sendto', 'sendpath-symbols.txt')] if flavour == 'c' else \
-            [('crate', 'sendpath-symbols.txt'), ('shim', 'shim-symbols.txt')]
+        if like is not None:
+            wanted = [(fn.group, 'the build it is carried over onto', [fn.name]) for fn in like.funcs]
+        else:
+            wanted = []
+            groups = [('sendto', 'sendpath-symbols.txt')] if flavour == 'c' else \
+                [('crate', 'sendpath-symbols.txt'), ('shim', 'shim-symbols.txt')]
+            for group, listing in groups:
+                with open(os.path.join(path, listing)) as fh:
+                    wanted.append((group, listing, [n.strip() for n in fh if n.strip()]))
         self.funcs = []
-        for group, listing in groups:
-            with open(os.path.join(path, listing)) as fh:
-                names = [n.strip() for n in fh if n.strip()]
+        for group, listing, names in wanted:
             for name in names:
                 cands = self.by_name.get(name, [])
                 if len(cands) > 1:
                     cands = [s for s in cands
                              if s[1] is None or self.OBJECT_FILE[group](s[1])]
+                if like is not None and not cands:
+                    continue
                 if len(cands) != 1:
                     sys.exit(f'coverage_report: {name} ({listing}) is {len(cands)} '
                              f'symbols in {self.ko}, not one')
@@ -186,6 +202,66 @@ class Build:
                              or fn.value in sec_refs[fn.section]
                              or fn.value - 4 in sec_refs[fn.section])
 
+    # Bytes a relocation of each type fills in (x86-64); others count as 4.
+    RELOC_BYTES = {'R_X86_64_64': 8, 'R_X86_64_PC64': 8, 'R_X86_64_NONE': 0}
+    PC_RELATIVE = re.compile(r'^R_X86_64_(PC32|PLT32|GOTPCREL|GOTPCRELX|REX_GOTPCRELX)$')
+
+    def load_relocs(self):
+        """self.relocs: each text section's relocations, by offset."""
+        self.relocs = collections.defaultdict(list)
+        rel_re = re.compile(r'^\s*([0-9a-f]+)\s+[0-9a-f]+\s+(R_\S+)\s+(?:[0-9a-f]+\s+)?(\S+)?\s*([+-])\s*([0-9a-f]+)\s*$')
+        target = None
+        for line in run(['readelf', '-rW', self.ko]).splitlines():
+            h = re.match(r"^Relocation section '\.rela(\.[^']+)'", line)
+            if h:
+                target = h.group(1) if h.group(1) in self.section_size else None
+                continue
+            m = rel_re.match(line) if target else None
+            if m:
+                addend = int(m.group(5), 16) * (1 if m.group(4) == '+' else -1)
+                self.relocs[target].append((int(m.group(1), 16), m.group(2), m.group(3) or '', addend))
+        for lst in self.relocs.values():
+            lst.sort()
+
+    def function_at(self, section, offset):
+        """(name, offset in it) of the function symbol of section holding offset."""
+        for name, _, sec, value, size in self.symbols:
+            if sec == section and value <= offset < value + max(size, 1):
+                return name, offset - value
+        return None, offset
+
+    def fingerprint(self, fn):
+        """What makes a function the same machine code in another build:
+        its bytes with every relocated field zeroed, and each relocation's
+        place, type and target (a symbol and addend; a target given as a
+        section and offset is named by the function that holds it, or by
+        its section alone when no function does, such as a string)."""
+        if self.relocs is None:
+            self.load_relocs()
+        with open(self.ko, 'rb') as fh:
+            fh.seek(self.section_offset[fn.section] + fn.value)
+            code = bytearray(fh.read(fn.size))
+        marks = []
+        lst = self.relocs.get(fn.section, [])
+        for off, typ, sym, addend in lst[bisect.bisect_left(lst, (fn.value,)):]:
+            if off >= fn.value + fn.size:
+                break
+            rel = off - fn.value
+            n = self.RELOC_BYTES.get(typ, 4)
+            code[rel:rel + n] = bytes(len(code[rel:rel + n]))
+            if sym in self.section_size:
+                tgt = addend + (4 if self.PC_RELATIVE.match(typ) else 0)
+                name, at = self.function_at(sym, tgt)
+                target = (name, at) if name else (re.sub(r'\.\d+$', '', sym),)
+            elif sym in self.local_data:
+                # A constant of the object's own (a string, a panic
+                # location), whose generated name differs between builds.
+                target = ('local data',)
+            else:
+                target = (sym, addend)
+            marks.append((rel, typ) + target)
+        return bytes(code), tuple(marks)
+
     def demangle(self):
         out = run(['llvm-cxxfilt-19'], '\n'.join(f.name for f in self.funcs) + '\n').splitlines()
         for fn, d in zip(self.funcs, out):
@@ -214,8 +290,29 @@ class Build:
         return bases, None
 
 
-def load_run(build, rundir):
-    """Marks the build's instructions executed in the run; its summary."""
+# Runs of other builds of the rust flavour (the KUnit build, the fault-
+# injection build), counted in the functions they share with build/rust-cov.
+OTHER_BUILDS = ('kunit', 'fault')
+
+
+def same_code(build, donor):
+    """{function name: the donor's Func} for the build's functions that are
+    the same machine code in the donor build (Build.fingerprint)."""
+    mine = {fn.name: fn for fn in build.funcs}
+    same = {}
+    for dfn in donor.funcs:
+        fn = mine.get(dfn.name)
+        if fn and fn.size == dfn.size and build.fingerprint(fn) == donor.fingerprint(dfn):
+            same[fn.name] = dfn
+    return same
+
+
+def load_run(build, rundir, donor=None):
+    """Marks the build's instructions executed in the run; its summary.
+
+    With donor (a run of another build, the KUnit one): only its functions
+    that are the same machine code as the build's count, each executed
+    offset carried over to the build's function at the same offset."""
     cov = os.path.join(rundir, 'coverage.txt')
     loads = sorted(glob.glob(os.path.join(rundir, 'kallsyms-rpcrdma-*.txt')),
                    key=lambda p: int(re.search(r'-(\d+)\.txt$', p).group(1)))
@@ -227,17 +324,22 @@ def load_run(build, rundir):
         executed = {int(x, 16) for x in fh.read().split()}
     hit = set()
     spans = []
+    ran = donor or build
+    same = same_code(build, donor) if donor else {fn.name: fn for fn in build.funcs}
     for path in loads:
         with open(path) as fh:
-            bases, err = build.section_bases(fh.readlines())
+            bases, err = ran.section_bases(fh.readlines())
         if err:
             return None, f'{path}: {err}'
         for sec, base in bases.items():
-            spans.append((sec, base, base + build.section_size[sec]))
+            spans.append((sec, base, base + ran.section_size[sec]))
         for fn in build.funcs:
-            base = bases[fn.section]
+            rfn = same.get(fn.name)
+            if rfn is None:
+                continue
+            base = bases[rfn.section]
             for off, _, _ in fn.insns:
-                if base + off in executed:
+                if base + rfn.value + (off - fn.value) in executed:
                     hit.add((fn.name, off))
     warn = None
     distinct = sorted(set(spans), key=lambda s: s[1])
@@ -252,7 +354,68 @@ def load_run(build, rundir):
     m = re.match(r'^(?:cov-)?(.+?)-(?:c|rust)-\d{8}-\d{6}-\d+$', name)
     return {'run': name, 'workload': m.group(1) if m else name, 'loads': len(loads),
             'hits': hit, 'hit': len(hit), 'total': total, 'kernel_insns': len(executed),
-            'warn': warn}, None
+            'warn': warn, 'same': len(same) if donor else None}, None
+
+
+# Instructions after which execution does not fall through.
+NO_FALL_THROUGH = re.compile(r'^(jmp[a-z]*|ret[a-z]*|ud[0-9]|int3|hlt)\b')
+JUMP = re.compile(r'^(j[a-z]+)\s+([0-9a-f]+)\s+<')
+
+
+def edge_counts(build):
+    """Conditional branches of the Send path, as edges (taken, not taken),
+    from instruction coverage alone: an edge is known taken when its
+    successor ran and has no other way in (no other jump to it, no fall
+    into it, no relocation naming it: a jump label, an exception fixup, a
+    jump table's entry), known not taken when its branch or its successor
+    never ran; otherwise it is not known. A function with an indirect jump
+    (a jump table) leaves every executed successor in it unknown, and so
+    does a successor outside the Send path's functions. A jump whose
+    target is a relocation (a tail call, a return thunk) leaves the
+    module's view: its taken edge is unknown once the branch ran."""
+    if build.relocs is None:
+        build.load_relocs()
+    named = collections.defaultdict(set)  # section -> offsets a relocation names
+    for lst in build.relocs.values():
+        for _, _, sym, addend in lst:
+            if sym in build.section_size:
+                named[sym] |= {addend, addend + 4}
+    preds = collections.defaultdict(set)   # (section, offset) -> offsets of ways in
+    executed, insns, owner = set(), set(), {}
+    branches = []
+    for fn in build.funcs:
+        relocated = {o for o, _, _, _ in build.relocs.get(fn.section, [])
+                     if fn.value <= o < fn.value + fn.size}
+        indirect = any(re.match(r'^(notrack\s+)?jmp\s+\*', t) for _, _, t in fn.insns)
+        executed |= {(fn.section, o) for o in fn.executed}
+        for i, (off, n, text) in enumerate(fn.insns):
+            insns.add((fn.section, off))
+            owner[(fn.section, off)] = indirect
+            m = JUMP.match(text)
+            external = any(off <= r < off + n for r in relocated)
+            if m and not external:
+                preds[(fn.section, int(m.group(2), 16))].add(off)
+            nxt = fn.insns[i + 1][0] if i + 1 < len(fn.insns) else None
+            if nxt is not None and not NO_FALL_THROUGH.match(text):
+                preds[(fn.section, nxt)].add(off)
+            if m and m.group(1) != 'jmp' and nxt is not None:
+                target = None if external else int(m.group(2), 16)
+                branches.append((fn.section, off, target, nxt, indirect))
+    out = collections.Counter()
+    for sec, off, target, fall, indirect in branches:
+        for succ in (target, fall):
+            key = (sec, succ)
+            if (sec, off) not in executed:
+                out['not taken'] += 1
+            elif succ is None or key not in insns or indirect or owner.get(key) or succ in named[sec]:
+                out['unknown'] += 1
+            elif key not in executed:
+                out['not taken'] += 1
+            elif preds[key] == {off}:
+                out['taken'] += 1
+            else:
+                out['unknown'] += 1
+    return out
 
 
 def pct(a, b):
@@ -493,22 +656,37 @@ def main():
         os.environ.get('RPCRDMA_CACHE') or os.path.join(
             os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'rpcrdma-rs'),
         'logs'))
-    ap.add_argument('runs', nargs='+', metavar='FLAVOUR:BUILD:RUN')
+    ap.add_argument('runs', nargs='+', metavar='FLAVOUR:BUILD:RUN',
+                    help='FLAVOUR c or rust; or kunit or fault, a run of the KUnit or the fault-injection '
+                    'build, whose executed instructions count in the rust build\'s functions that are '
+                    'the same machine code in both')
     args = ap.parse_args()
 
     builds, per_run, problems, warnings = {}, [], [], []
+    specs = []
     for spec in args.runs:
         try:
-            flavour, bdir, rdir = spec.split(':', 2)
+            specs.append(tuple(spec.split(':', 2)))
+            flavour, bdir, rdir = specs[-1]
         except ValueError:
             sys.exit(f'coverage_report: {spec} is not FLAVOUR:BUILD:RUN')
-        if flavour not in ('c', 'rust'):
-            sys.exit(f'coverage_report: flavour {flavour} is not c or rust')
-        if flavour not in builds:
-            builds[flavour] = Build(flavour, bdir)
-        elif os.path.realpath(builds[flavour].path) != os.path.realpath(bdir):
-            sys.exit(f'coverage_report: two builds of {flavour}: {builds[flavour].path}, {bdir}')
-        summary, err = load_run(builds[flavour], rdir)
+        if flavour not in ('c', 'rust') + OTHER_BUILDS:
+            sys.exit(f'coverage_report: flavour {flavour} is not c, rust, {" or ".join(OTHER_BUILDS)}')
+    # The other builds' runs last: their builds are matched against rust's.
+    donors = {}
+    for flavour, bdir, rdir in sorted(specs, key=lambda t: t[0] in OTHER_BUILDS):
+        if flavour in OTHER_BUILDS:
+            if 'rust' not in builds:
+                sys.exit(f'coverage_report: a {flavour} run needs a rust run too')
+            if bdir not in donors:
+                donors[bdir] = Build('rust', bdir, like=builds['rust'])
+            summary, err = load_run(builds['rust'], rdir, donor=donors[bdir])
+        else:
+            if flavour not in builds:
+                builds[flavour] = Build(flavour, bdir)
+            elif os.path.realpath(builds[flavour].path) != os.path.realpath(bdir):
+                sys.exit(f'coverage_report: two builds of {flavour}: {builds[flavour].path}, {bdir}')
+            summary, err = load_run(builds[flavour], rdir)
         if err:
             problems.append(err)
             continue
@@ -561,11 +739,30 @@ def main():
             n = sum(1 for fn, _ in hits[name.split()[0]] if fn in names)
             shares.append(f'{pct(n, counts(fs)[1]):>17.1f}%')
         out.append(f'  {"share: " + "+".join(sorted(common)):<24}' + ''.join(shares))
+    if 'rust' in builds and any(f in OTHER_BUILDS for f, _ in per_run):
+        r = builds['rust'].funcs
+        vm = set().union(*[s['hits'] for f, s in per_run if f == 'rust'])
+        total = counts(r)[1]
+        out.append(f'  rust crate+shim over the production build\'s runs alone: {len(vm)} / {total}, '
+                   f'{pct(len(vm), total):.1f}%')
+        for other in OTHER_BUILDS:
+            if any(f == other for f, _ in per_run):
+                alone = set().union(*[s['hits'] for f, s in per_run if f == other])
+                out.append(f'  the {other} runs add {len(alone - vm)} instructions not executed there')
+    for flavour in ('c', 'rust'):
+        if flavour in builds:
+            e = edge_counts(builds[flavour])
+            n = sum(e.values())
+            out.append(f'  {flavour} conditional-branch edges (two per branch): {n}; known taken {e["taken"]}, '
+                       f'known never taken {e["not taken"]}, not known {e["unknown"]} (taken share between '
+                       f'{pct(e["taken"], n):.1f}% and {pct(e["taken"] + e["unknown"], n):.1f}%)')
     out.append('')
-    out.append('Per run (that run alone; Send-path instructions of its flavour, crate + shim for rust):')
+    out.append('Per run (that run alone; Send-path instructions of its flavour, crate + shim for rust;')
+    out.append('a kunit or fault run counts only in the functions that are the same machine code in both builds):')
     for flavour, s in per_run:
+        same = f', {s["same"]} functions the same code' if s['same'] is not None else ''
         out.append(f'  {flavour:<5} {s["run"]:<48} loads {s["loads"]}  {s["hit"]:>5} / {s["total"]:<5} '
-                   f'{pct(s["hit"], s["total"]):5.1f}%  ({s["kernel_insns"]} kernel instructions executed)')
+                   f'{pct(s["hit"], s["total"]):5.1f}%  ({s["kernel_insns"]} kernel instructions executed{same})')
     for w in warnings:
         out.append(f'  warning: {w}')
     for p in problems:

@@ -96,5 +96,83 @@ class NeverCalled(unittest.TestCase):
         self.assertEqual(coverage_report.reason_of(reached, []), "test missing")
 
 
+# Two builds of one source, as the production and KUnit builds are: the
+# KUnit build's runs count only in functions that are the same machine
+# code in both (same bytes less relocated fields, same relocation targets;
+# strings and other local data may differ in name and place).
+BUILD_A = r"""
+extern int ext_one(int); extern int ext_two(int);
+extern void log_it(const char *);
+int same(int x) { if (x > 3) log_it("big"); return ext_one(x) * 2; }
+int differs(int x) { return x * 7 + 1; }
+int other_callee(int x) { return ext_one(x) + 1; }
+int only_here(int x) { return x - 1; }
+"""
+BUILD_B = r"""
+extern int ext_one(int); extern int ext_two(int);
+extern void log_it(const char *);
+static const char pad[] = "a string placed first, so that the other moves";
+void use_pad(void) { log_it("another string, first"); log_it(pad); }
+int same(int x) { if (x > 3) log_it("big"); return ext_one(x) * 2; }
+int differs(int x) { return x * 9 + 1; }
+int other_callee(int x) { return ext_two(x) + 1; }
+"""
+
+
+class SameCode(unittest.TestCase):
+    def build(self, d, name, source, names):
+        cc = compiler()
+        if cc is None or shutil.which("llvm-cxxfilt-19") is None:
+            self.fail("needs a C compiler and llvm-cxxfilt-19 (scripts/setup installs both)")
+        path = os.path.join(d, name)
+        os.mkdir(path)
+        with open(os.path.join(path, "t.c"), "w") as fh:
+            fh.write(source)
+        subprocess.run([cc, "-O2", "-fno-pic", "-fno-asynchronous-unwind-tables", "-c",
+                        "-o", os.path.join(path, "rpcrdma.ko"), os.path.join(path, "t.c")],
+                       check=True)
+        with open(os.path.join(path, "sendpath-symbols.txt"), "w") as fh:
+            fh.write("\n".join(names) + "\n")
+        open(os.path.join(path, "shim-symbols.txt"), "w").close()
+        return path
+
+    def test_same_code(self):
+        with tempfile.TemporaryDirectory() as d:
+            a = coverage_report.Build("rust", self.build(
+                d, "a", BUILD_A, ["same", "differs", "other_callee", "only_here"]))
+            b = coverage_report.Build("rust", self.build(d, "b", BUILD_B, ["use_pad"]), like=a)
+            self.assertEqual(sorted(fn.name for fn in b.funcs), ["differs", "other_callee", "same"])
+            self.assertEqual(sorted(coverage_report.same_code(a, b)), ["same"])
+
+
+# Two joins and a branch with a single way into each successor: which
+# edges instruction coverage can tell, for two sets of executed code.
+EDGES = r"""
+extern int g(int); extern int h(int);
+int f(int x) { int y = 0; if (x > 3) y = g(x); else y = h(x + 7); if (y & 1) y = g(y); return y + 1; }
+"""
+
+
+class Edges(unittest.TestCase):
+    def test_edges(self):
+        with tempfile.TemporaryDirectory() as d:
+            b = coverage_report.Build("rust", SameCode.build(self, d, "e", EDGES, ["f"]))
+            fn = b.funcs[0]
+            jumps = [(o, t.split()) for o, _, t in fn.insns if t.startswith("j")]
+            self.assertEqual([t[0] for _, t in jumps], ["jl", "jne", "jmp", "je"],
+                             "the compiler's code for f changed: " + str(fn.insns))
+            # x > 3, y even: to the jmp after the first jne, then from its target.
+            jmp_at, jmp_to = jumps[2][0], int(jumps[2][1][1], 16)
+            fn.executed = {o for o, _, _ in fn.insns if o <= jmp_at or o >= jmp_to}
+            e = coverage_report.edge_counts(b)
+            # jl and jne: fall-through known taken (one way in), target
+            # never run; je never ran.
+            self.assertEqual((e["taken"], e["not taken"], e["unknown"]), (2, 4, 0), fn.insns)
+            fn.executed = {o for o, _, _ in fn.insns}
+            e = coverage_report.edge_counts(b)
+            # Both of jl's; jne's fall-through; jne's target, je's target
+            # and je's fall-through are joins.
+            self.assertEqual((e["taken"], e["not taken"], e["unknown"]), (3, 0, 3))
+
 if __name__ == "__main__":
     unittest.main()

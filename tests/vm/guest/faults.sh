@@ -22,6 +22,7 @@ modprobe sunrpc
 modprobe rdma_rxe
 kmemleak_baseline
 insmod $ko || { fail "insmod $ko"; exit 1; }
+coverage_note_module
 [ -w $P/fail_post_mid ] || { fail "$ko has no fault-injection parameters"; exit 1; }
 result module_version "$(cat /sys/module/rpcrdma/version)"
 setup_fabric
