@@ -362,6 +362,14 @@ NO_FALL_THROUGH = re.compile(r'^(jmp[a-z]*|ret[a-z]*|ud[0-9]|int3|hlt)\b')
 JUMP = re.compile(r'^(j[a-z]+)\s+([0-9a-f]+)\s+<')
 
 
+# The sections whose relocations can name a way into code: code itself
+# (an address taken), jump tables and function pointers in data, jump
+# labels' targets, exception fixups. The others name places already
+# reached in order (call sites, returns, ftrace's entries, BUG sites) or
+# are debug information.
+ENTRY_SOURCES = re.compile(r'^(\.text|\.rodata|\.data|\.ref\.data|__jump_table|__ex_table)')
+
+
 def edge_counts(build):
     """Conditional branches of the Send path, as edges (taken, not taken),
     from instruction coverage alone: an edge is known taken when its
@@ -376,7 +384,9 @@ def edge_counts(build):
     if build.relocs is None:
         build.load_relocs()
     named = collections.defaultdict(set)  # section -> offsets a relocation names
-    for lst in build.relocs.values():
+    for source, lst in build.relocs.items():
+        if not ENTRY_SOURCES.match(source):
+            continue
         for _, _, sym, addend in lst:
             if sym in build.section_size:
                 named[sym] |= {addend, addend + 4}
@@ -405,12 +415,10 @@ def edge_counts(build):
     for sec, off, target, fall, indirect in branches:
         for succ in (target, fall):
             key = (sec, succ)
-            if (sec, off) not in executed:
+            if (sec, off) not in executed or (key in insns and key not in executed):
                 out['not taken'] += 1
             elif succ is None or key not in insns or indirect or owner.get(key) or succ in named[sec]:
                 out['unknown'] += 1
-            elif key not in executed:
-                out['not taken'] += 1
             elif preds[key] == {off}:
                 out['taken'] += 1
             else:
