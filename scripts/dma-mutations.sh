@@ -188,10 +188,12 @@ for m in "${MUTATIONS[@]}"; do
 		# The drivers' check of the generation recorded at the post
 		# (ib_sw_dma_stamp_check(), kernel-patches/0004): the address
 		# mapped again, to the same memory, is another mapping.
-		reused=$(grep -m 1 -oE "mutation reuse_in_flight: .*came back for the same memory.*" "$run/console.log" || true)
+		# (The mutant's own line is KERN_INFO, below the console's level:
+		# the guest's dmesg.log has it.)
+		reused=$(cat "$run/dmesg.log" "$run/console.log" 2>/dev/null | grep -m 1 -oE "mutation reuse_in_flight: .*came back for the same memory.*" || true)
 		stamp=$(grep -m 1 -oE 'DMA address [^ ]* was posted in a mapping of memory at [^ ]* \(generation [0-9]+\), unmapped before the device read it; it now maps [^ ]* \(generation [1-9][0-9]*\)' "$run/console.log" || true)
 		if [ -z "$reused" ]; then
-			fail "dma mutation $m not exercised: $(grep -m 1 -oE 'mutation reuse_in_flight: .*' "$run/console.log" || echo "no report of the mutation") ($mode; it needs the IOMMU: lib.sh iommu_for mutation-$m) ($run)"
+			fail "dma mutation $m not exercised: $(cat "$run/dmesg.log" "$run/console.log" 2>/dev/null | grep -m 1 -oE 'mutation reuse_in_flight: .*' || echo "no report of the mutation") ($mode; it needs the IOMMU: lib.sh iommu_for mutation-$m) ($run)"
 		elif [ -z "$stamp" ]; then
 			fail "dma mutation $m not caught: a posted fragment's DMA address came back for the same memory, and no read through a mapping other than the one posted was reported, $io ($run)"
 		else

@@ -1,9 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# unplug.sh FLAVOUR: the RDMA device's DMA device, the NIC's PCI function,
-# removed under a verifying NFS load, in the DMA-mapped mode (vm-run.sh -D),
-# as a hot-unplug or a driver unbind does on a real server.
+# unplug.sh FLAVOUR [MODULE_DIR FAULT]: the RDMA device's DMA device, the
+# NIC's PCI function, removed under a verifying NFS load, in the DMA-mapped
+# mode (vm-run.sh -D), as a hot-unplug or a driver unbind does on a real
+# server. MODULE_DIR loads another build of the flavour (a DMA mutant, to
+# show what the check makes of a leaked mapping) and FAULT (POINT=SPEC, as
+# dma-mutant.sh takes it) is set before the removal.
 #
 # Removing the function unregisters its net device, and so soft-RoCE's
 # device (rxe holds the net device until its IB device is gone: the
@@ -18,6 +21,8 @@
 . /work/tests/vm/guest/lib.sh
 
 flavour=${1:-rust}
+[ -n "${2:-}" ] && rs_module_dir=$2
+fault=${3:--}
 [ "$DMA_MAPPED" = 1 ] && [ "$DMA_DEBUG" = 1 ] ||
 	{ fail "unplug: needs the DMA-mapped mode with DMA-API debugging (vm-run.sh -D)"; exit 1; }
 load_rpcrdma "$flavour"
@@ -27,18 +32,43 @@ case $FABRIC in siw) rdev=siw0 ;; *) rdev=rxe0 ;; esac
 pci=$(basename "$(readlink -f /sys/class/net/eth0/device/..)")
 [ -e "/sys/bus/pci/devices/$pci" ] || { fail "unplug: no PCI function under eth0 ($pci)"; exit 1; }
 start_nfsd
-mount_rdma 3 /mnt/u || { fail "unplug: NFSv3 mount"; exit 1; }
+# A major timeout of 10 s, not 60: the client's transport lets go of the
+# removed device only once an RPC on it has timed out, and the removal
+# waits for it.
+MOUNT_OPTS=timeo=100 mount_rdma 3 /mnt/u || { fail "unplug: NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/u unplug
 kill -0 $FIO_PID 2>/dev/null || { fail "unplug: fio did not start"; exit 1; }
+if [ "$fault" != - ]; then
+	echo "${fault#*=}" >"/sys/module/rpcrdma/parameters/${fault%%=*}" || fail "unplug: cannot set $fault"
+	sleep 10
+	result "unplug_injected_${fault%%=*}" "$(cat "/sys/module/rpcrdma/parameters/${fault%%=*}")"
+	echo 1,0,0,0 >"/sys/module/rpcrdma/parameters/${fault%%=*}"
+fi
 
 errors0=$(cat $DMA_API/error_count)
 live=$(dma_mappings "$pci")
 c0=$(client_connects)
 result unplug_mappings_live "$live"
 t0=$(date +%s)
-if ! timeout 120 sh -c "echo 1 >/sys/bus/pci/devices/$pci/remove"; then
-	fail "unplug: removing PCI function $pci took over 120 s"
-	dmesg | tail -n 30
+echo 1 >"/sys/bus/pci/devices/$pci/remove" &
+remover=$!
+n=0
+while kill -0 $remover 2>/dev/null && [ $n -lt 150 ]; do
+	sleep 1
+	n=$((n + 1))
+done
+if kill -0 $remover 2>/dev/null; then
+	fail "unplug: removing PCI function $pci took over 150 s"
+	# Who waits for what: every blocked task's stack, and the leak
+	# counters (a transport the Send path still pins is never freed, and
+	# its connection's removal never ends).
+	for p in /proc/[0-9]*; do
+		[ "$(awk '{ print $3 }' "$p/stat" 2>/dev/null)" = D ] || continue
+		echo "== $(cat "$p/comm") (${p#/proc/})"
+		cat "$p/stack" 2>/dev/null
+	done >/results/unplug-blocked.txt
+	echo "send path: $(send_path_leaks)" >>/results/unplug-blocked.txt
+	grep -A12 '^== ' /results/unplug-blocked.txt | head -n 80
 	exit 1
 fi
 result unplug_remove_seconds "$(($(date +%s) - t0))"
@@ -61,12 +91,17 @@ while ! ls "/sys/bus/pci/devices/$pci"/virtio*/net/ >/dev/null 2>&1 && [ $n -lt 
 done
 ifname=$(ls "/sys/bus/pci/devices/$pci"/virtio*/net/ 2>/dev/null | head -n 1)
 [ -n "$ifname" ] || { fail "unplug: $pci came back with no net device"; exit 1; }
-# The mapping counts at start were of the removed function: start again.
+# The mapping counts recorded at start are of the removed function; the
+# one that comes back must return to the same count at the end (rxe's own
+# buffers): its own count once re-added may already hold the client's
+# reconnect.
+read -r _ base0 _ </tmp/dma-devs
 : >/tmp/dma-devs
 ip addr add "$SERVER_IP"/24 dev "$ifname"
 ip link set "$ifname" up
 rdma link add $rdev type "$FABRIC" netdev "$ifname" || { fail "unplug: $rdev on $ifname"; exit 1; }
 dma_mode_start "$ifname" $rdev
+echo "$pci $base0 $rdev" >/tmp/dma-devs
 # The client reconnects (its next RPCs), and fio, verifying, goes on.
 n=0
 while [ "$(client_connects)" -le "$c0" ] && [ $n -lt 120 ]; do
