@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|read-sink|unplug|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
@@ -753,9 +753,13 @@ do_read_sink() {
 # server VM is DMA-mapped (vm-pair.sh -D): each deletion takes the device
 # away with the transports' mappings live, and every one must be undone.
 # FLAVOUR: rust (the default) or c.
+# In the middle cycle the server's NIC itself goes (its PCI function
+# removed, storm-client.sh UNPLUG_CYCLE), under a control link of the
+# pair's own (vm-pair.sh -C).
 do_storm() {
-	local cycles=$1 flavour=${2:-rust} runs rc=0 srv cli
-	runs=$(bash "$TOP/scripts/vm-pair.sh" -D -t $((300 + cycles * 30)) storm-server storm-client "$flavour" "$cycles") || rc=$?
+	local cycles=$1 flavour=${2:-rust} runs rc=0 srv cli unplug
+	unplug=$(((cycles + 1) / 2))
+	runs=$(bash "$TOP/scripts/vm-pair.sh" -D -C -t $((300 + cycles * 30)) storm-server storm-client "$flavour" "$cycles" "$unplug") || rc=$?
 	srv=${runs%% *} cli=${runs##* }
 	relay_guest "storm $flavour server" "$srv"
 	relay_guest "storm $flavour client" "$cli"
@@ -766,24 +770,6 @@ do_storm() {
 		tail -n 8 "$cli/guest.log" 2>/dev/null | sed 's/^/    client: /'
 	fi
 	[ "$rc" = 0 ] || bad "storm $flavour VMs (status $rc, logs in $srv $cli)"
-}
-
-# The NIC's PCI function removed under load, DMA-mapped (both flavours,
-# tests/vm/guest/unplug.sh): DMA-API debugging reports any mapping still
-# live when the driver lets go of the function; then the function comes
-# back, the client reconnects and its load verifies.
-do_unplug() {
-	local f run rc
-	for f in rust c; do
-		rc=0
-		# shellcheck disable=SC2046 # cov_vm_args' words are options
-		run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f" trace) -D -t 600 -n "unplug-$f" unplug "$f") || rc=$?
-		cov_note_run "$f" "$run"
-		relay_guest "unplug $f" "$run"
-		dma_mode_ok "$run" unplug "unplug $f"
-		[ -f "$run/summary" ] && grep -E '^unplug_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
-		[ "$rc" = 0 ] || bad "unplug $f VM run (status $rc, logs in $run)"
-	done
 }
 
 # failslab confined to the Rust Send path's text (tests/vm/guest/failslab.sh).
@@ -910,7 +896,7 @@ side_lane() {
 # is left.
 POOL=$LOGS/lane-pool
 pool_fill() {
-	printf '%s\n' "storm do_storm 6" "storm-c do_storm 3 c" "unplug do_unplug" "debian do_debian_after_background" \
+	printf '%s\n' "storm do_storm 6" "storm-c do_storm 3 c" "debian do_debian_after_background" \
 		"read-sink do_read_sink" "bench-smoke do_bench_smoke" "install do_install" >"$POOL"
 }
 # pool_take: print the next phase of the pool and remove it; none: status 1.
@@ -1082,8 +1068,7 @@ failfunc) phase setup do_setup && phase build do_build && phase failfunc do_fail
 coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
-unplug) phase setup do_setup && phase build do_build && phase unplug do_unplug || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|unplug|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary

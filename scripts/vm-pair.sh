@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
+# vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] [-C] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]
 #
 # Two VMs, as on a real fabric: the server runs tests/vm/guest/SERVER_SCRIPT.sh
 # FLAVOUR (NFS over soft-RoCE with our rpcrdma.ko) at 10.11.0.1, the client
@@ -13,20 +13,23 @@
 # -D boots the server VM alone in the DMA-mapped mode (vm-run.sh -D); the
 # client stays as it is. -s adds a kernel parameter to the server alone, -P
 # loads a TCG plugin into the server alone (vm-run.sh -P; the coverage
-# plugin, see lib.sh cov_vm_args).
+# plugin, see lib.sh cov_vm_args). -C joins the two by a second link, for
+# rsh.py alone (vm-run.sh CTL_NETDEV), so that the server's fabric NIC can
+# be removed and come back under it.
 
 . "$(dirname "$0")/lib.sh"
 
-TIMEOUT=900 CPUS=2 EXTRA=() SERVER_EXTRA=()
-while getopts t:c:e:s:P:D o; do
+TIMEOUT=900 CPUS=2 EXTRA=() SERVER_EXTRA=() CTL=0
+while getopts t:c:e:s:P:DC o; do
 	case $o in
+	C) CTL=1 ;;
 	t) TIMEOUT=$OPTARG ;;
 	c) CPUS=$OPTARG ;;
 	e) EXTRA+=(-e "$OPTARG") ;;
 	D) SERVER_EXTRA+=(-D) ;;
 	s) SERVER_EXTRA+=(-e "$OPTARG") ;;
 	P) SERVER_EXTRA+=(-P "$OPTARG") ;;
-	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
+	*) die "usage: vm-pair.sh [-t TIMEOUT] [-c CPUS] [-e PARAM] [-s PARAM] [-P PLUGIN] [-D] [-C] SERVER_SCRIPT CLIENT_SCRIPT FLAVOUR [CLIENT_ARG...]" ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -39,12 +42,16 @@ out=$(mktemp -d)
 # pair CLIENT_ARG...: one run of both guests; their dirs in run_server,
 # run_client.
 pair() {
-	bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" "${SERVER_EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
+	local ctl_server= ctl_client=
+	if [ "$CTL" = 1 ]; then
+		ctl_server="socket,listen=127.0.0.1:$((PORT + 1))" ctl_client="socket,connect=127.0.0.1:$((PORT + 1))"
+	fi
+	CTL_NETDEV=$ctl_server bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" "${SERVER_EXTRA[@]}" -n "$SERVER_SCRIPT-$FLAVOUR" -N "socket,listen=127.0.0.1:$PORT" \
 		-M 52:54:00:12:34:01 "$SERVER_SCRIPT" "$FLAVOUR" >"$out/server" &
 	server=$!
 	sleep 3
 	# In its own process group, so that it can be stopped with its QEMU.
-	setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
+	CTL_NETDEV=$ctl_client setsid bash "$VMRUN" -t "$TIMEOUT" -c "$CPUS" "${EXTRA[@]}" -n "$CLIENT_SCRIPT-$FLAVOUR" -N "socket,connect=127.0.0.1:$PORT" \
 		-M 52:54:00:12:34:02 "$CLIENT_SCRIPT" 10.11.0.2 "$@" >"$out/client" &
 	client=$!
 	rc_server=0

@@ -38,6 +38,9 @@
 # iommu_platform=on): a DMA address is an IOVA of the NIC's IOMMU domain,
 # and the drivers refuse one that is not mapped (kernel-patches/0003).
 # The test kernels have ACPI and the IOMMU driver for it.
+# CTL_NETDEV (environment; vm-pair.sh -C sets it) adds a NIC on that QEMU
+# netdev, MAC 52:54:00:12:35:xx, for a pair's control traffic (rsh.py),
+# so that the fabric's NIC can go away and come back (rs_ctl=1).
 # DMA_SWIOTLB_SLABS=N (environment) gives -D a swiotlb pool of N slots
 # (2 KiB each; swiotlb rounds the count up) in place of the default, for
 # mapping failures of the DMA layer's own (by hand; testing.rst).
@@ -140,6 +143,10 @@ fi
 NET="-netdev $NETDEV,id=n0 -device virtio-net-pci,netdev=n0,mac=$MAC$NIC_OPTS"
 [ "$DMA_MAPPED" = 1 ] &&
 	NET="$NET -netdev hubport,hubid=1,id=n1 -device virtio-net-pci,netdev=n1,mac=${MAC%:*}:f1$NIC_OPTS"
+if [ -n "${CTL_NETDEV:-}" ]; then
+	NET="$NET -netdev $CTL_NETDEV,id=nc -device virtio-net-pci,netdev=nc,mac=52:54:00:12:35:${MAC##*:}"
+	EXTRA="$EXTRA rs_ctl=1"
+fi
 
 CMDLINE="console=ttyS0 root=rootfs rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose

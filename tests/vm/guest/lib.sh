@@ -181,6 +181,7 @@ setup_fabric() {
 	modprobe virtio_net 2>/dev/null || true
 	ip addr add "${1:-$SERVER_IP}"/24 dev eth0
 	ip link set eth0 up
+	ctl_up "${1:-$SERVER_IP}"
 	case $FABRIC in
 	siw)
 		if [ -n "${rs_siw_strand:-}" ]; then
@@ -378,7 +379,80 @@ dma_mode_check_slots() {
 
 # Two-VM tests driven by the client VM (bench, storm): srv COMMAND runs
 # COMMAND on the server VM through its rsh.py, with this library sourced.
-srv() { python3 /work/tests/vm/guest/rsh.py $SERVER_IP "$@"; }
+srv() { python3 /work/tests/vm/guest/rsh.py $RSH_IP "$@"; }
+
+# A pair's control link (vm-pair.sh -C, rs_ctl=1): rsh.py's traffic goes
+# over a NIC of its own (MAC 52:54:00:12:35:xx), 10.12.0.x for the
+# fabric's 10.11.0.x, so that the fabric's NIC can be removed under it.
+RSH_IP=$SERVER_IP
+[ "${rs_ctl:-0}" = 1 ] && RSH_IP=10.12.${SERVER_IP#10.11.}
+ctl_up() {
+	[ "${rs_ctl:-0}" = 1 ] || return 0
+	local n
+	for n in /sys/class/net/*; do
+		case $(cat "$n/address") in
+		52:54:00:12:35:*)
+			ip addr add "10.12.${1#10.11.}/24" dev "${n##*/}"
+			ip link set "${n##*/}" up
+			return 0
+			;;
+		esac
+	done
+	fail "control link: no NIC with a 52:54:00:12:35 MAC"
+	return 1
+}
+
+# unplug_fabric_nic: on a server VM in the DMA-mapped mode, under a pair's
+# control link (rsh.py), what a hot-unplug or a driver unbind does: the
+# fabric NIC's PCI function removed, so its net device and soft-RoCE's
+# device go, which waits for every transport on it to release what it had
+# there. When the PCI driver lets go of the function, DMA-API debugging
+# reports any of its mappings still live ("pending DMA allocations"). Then
+# the function is found again, the fabric set up on its new net device
+# (same address, rxe0 again), and the Send path's leak counters printed,
+# as after a deletion. Prints what went wrong and fails.
+unplug_fabric_nic() {
+	local pci e0 n ifname live p secs
+	pci=$(basename "$(readlink -f /sys/class/net/eth0/device/..)")
+	[ -e "/sys/bus/pci/devices/$pci" ] || { echo "no PCI function under eth0 ($pci)"; return 1; }
+	e0=$(cat $DMA_API/error_count)
+	live=$(dma_mappings "$pci")
+	echo 1 >"/sys/bus/pci/devices/$pci/remove" &
+	p=$!
+	n=0
+	while kill -0 $p 2>/dev/null && [ $n -lt 150 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	if kill -0 $p 2>/dev/null; then
+		for p in /proc/[0-9]*; do
+			[ "$(awk '{ print $3 }' "$p/stat" 2>/dev/null)" = D ] || continue
+			echo "== $(cat "$p/comm") (${p#/proc/})"
+			cat "$p/stack" 2>/dev/null
+		done >/results/unplug-blocked.txt
+		echo "removing PCI function $pci took over 150 s (blocked tasks: unplug-blocked.txt); Send path: $(send_path_leaks)"
+		return 1
+	fi
+	secs=$n
+	if [ "$(cat $DMA_API/error_count)" != "$e0" ] || dmesg | grep -q 'pending DMA allocations'; then
+		dmesg | grep -A6 'DMA-API' | tail -n 12
+		echo "DMA-API debugging reported $(($(cat $DMA_API/error_count) - e0)) errors at the removal of $pci, $live mappings live before it"
+		return 1
+	fi
+	echo 1 >/sys/bus/pci/rescan
+	n=0
+	while ! ls "/sys/bus/pci/devices/$pci"/virtio*/net/ >/dev/null 2>&1 && [ $n -lt 30 ]; do
+		sleep 1
+		n=$((n + 1))
+	done
+	ifname=$(ls "/sys/bus/pci/devices/$pci"/virtio*/net/ 2>/dev/null | head -n 1)
+	[ -n "$ifname" ] || { echo "$pci came back with no net device"; return 1; }
+	ip addr add "$SERVER_IP"/24 dev "$ifname"
+	ip link set "$ifname" up
+	rdma link add rxe0 type rxe netdev "$ifname" || { echo "rxe0 on $ifname after the return of $pci"; return 1; }
+	echo "unplug_mappings_live=$live unplug_remove_seconds=$secs" >>/tmp/unplugs
+	send_path_leaks
+}
 
 # rsh_client CLIENT_IP: the kernel's NFS/RDMA client on soft-RoCE at
 # CLIENT_IP, and the server VM's rsh.py answering; however the script ends,

@@ -1,9 +1,16 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# storm-client.sh CLIENT_IP CYCLES: disconnect storm, the client VM, which
-# drives it (the server VM runs storm-server.sh and takes commands over
-# rsh.py on the fabric's Ethernet, never over RDMA).
+# storm-client.sh CLIENT_IP CYCLES [UNPLUG_CYCLE]: disconnect storm, the
+# client VM, which drives it (the server VM runs storm-server.sh and takes
+# commands over rsh.py on the fabric's Ethernet, or on a control link of
+# its own, vm-pair.sh -C; never over RDMA).
+#
+# In cycle UNPLUG_CYCLE (with the control link, the server DMA-mapped) the
+# server's NIC itself goes instead: its PCI function is removed, which
+# takes the net device and the RDMA device with it, and DMA-API debugging
+# reports any mapping still live when the driver lets go (lib.sh
+# unplug_fabric_nic); the function comes back with rxe0 on it.
 #
 # Under a verifying fio load on an NFSv3 RDMA mount, the server's soft-RoCE
 # device is deleted and re-added CYCLES times, each time with Calls in
@@ -18,7 +25,7 @@
 # device under it, see Documentation/testing.rst.)
 . /work/tests/vm/guest/lib.sh
 
-ip=$1 cycles=$2
+ip=$1 cycles=$2 unplug_cycle=${3:-0}
 rsh_client "$ip"
 
 mount_rdma 3 /mnt/st || { fail "NFSv3 mount"; exit 1; }
@@ -70,7 +77,13 @@ while [ $i -lt "$cycles" ]; do
 	fi
 	kill -0 $FIO_PID 2>/dev/null || { fail "storm: fio stopped before cycle $i"; break; }
 	before=$(client_connects)
-	if ! l=$(srv 'timeout 120 rdma link delete rxe0 || { echo "deletion failed or took over 120 s"; exit 1; }
+	if [ $i = "$unplug_cycle" ]; then
+		if ! l=$(srv unplug_fabric_nic); then
+			fail "storm: cycle $i: removing the server's NIC: $l"
+			break
+		fi
+		pass "storm: cycle $i: the server's NIC removed under load, no mapping left when its driver let go; back with rxe0 ($(srv 'tail -n 1 /tmp/unplugs'))"
+	elif ! l=$(srv 'timeout 120 rdma link delete rxe0 || { echo "deletion failed or took over 120 s"; exit 1; }
 			send_path_leaks'); then
 		stalled
 		fail "storm: cycle $i: server: $l"
@@ -81,7 +94,8 @@ while [ $i -lt "$cycles" ]; do
 		leaked=$((leaked + 1))
 		[ $leaked -le 3 ] && fail "storm: cycle $i: the Send path holds $l with no connection left"
 	fi
-	srv 'rdma link add rxe0 type rxe netdev eth0' || { fail "storm: cycle $i: re-adding the server's rxe0"; break; }
+	[ $i = "$unplug_cycle" ] ||
+		srv 'rdma link add rxe0 type rxe netdev eth0' || { fail "storm: cycle $i: re-adding the server's rxe0"; break; }
 done
 secs=$(($(date +%s) - t0))
 result storm_cycles "$i"

@@ -15,6 +15,12 @@
 load_rpcrdma "$1" || exit 1
 setup_fabric
 start_nfsd || exit 1
+# rs_storm_fault=POINT=SPEC (by hand, with rs_module_dir a build with fault
+# injection, e.g. a leaking DMA mutant): set from the start.
+if [ -n "${rs_storm_fault:-}" ]; then
+	echo "${rs_storm_fault#*=}" >"/sys/module/rpcrdma/parameters/${rs_storm_fault%%=*}" ||
+		fail "storm: cannot set $rs_storm_fault"
+fi
 log "server ready; the storm is driven by the client"
 python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
 rpc.nfsd 0
