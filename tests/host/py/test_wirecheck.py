@@ -14,7 +14,7 @@ import wirecheck  # noqa: E402
 
 
 def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op="100003/6",
-        frame=1, qp="", psn=""):
+        frame=1, qp="", psn="", nfs=None):
     """A tshark row: writes is a list of chunks, a chunk a list of
     (handle, length, offset) segments; reply likewise one chunk or None."""
     segs = [(0x10 + i, 100, 0x1000) for i in range(reads)]
@@ -41,11 +41,23 @@ def row(src, xid, proc, writes=(), reply=None, vers=1, credits=128, reads=0, op=
         "rpcordma.errcode": "", "rpc.msgtyp": "0", "rpc.program": op.split("/")[0],
         "rpc.procedure": op.split("/")[1], "nfs.main_opcode": "",
     }
-    return wirecheck.Message([f[k] for k in wirecheck.FIELDS])
+    f.update(nfs or {})
+    return wirecheck.Message([f.get(k, "") for k in wirecheck.FIELDS])
 
 
 CHUNK = [(0xaa, 4096, 0x7000), (0xbb, 8192, 0x9000)]
 RCHUNK = [(0xcc, 65536, 0x2000)]
+
+
+class Outcome(unittest.TestCase):
+    def test_outcome(self):
+        # What the server answered keys the comparison: success, an error
+        # (first status of the reply), a READ at the end of the file.
+        self.assertEqual(row("s", "0x1", 0).outcome, "ok")
+        self.assertEqual(row("s", "0x1", 0, nfs={"nfs.nfsstat4": "0;0", "nfs.eof": "0"}).outcome, "ok")
+        self.assertEqual(row("s", "0x1", 0, nfs={"nfs.nfsstat4": "10008;0"}).outcome, "error")
+        self.assertEqual(row("s", "0x1", 0, nfs={"nfs.status3": "2"}).outcome, "error")
+        self.assertEqual(row("s", "0x1", 0, nfs={"nfs.nfsstat4": "0;0;0;0", "nfs.eof": "1"}).outcome, "eof")
 
 
 class Rules(unittest.TestCase):

@@ -37,7 +37,7 @@ FIELDS = ("frame.number", "frame.time_epoch", "ip.src", "ip.dst", "infiniband.bt
           "rpcordma.writes_count", "rpcordma.reply_count", "rpcordma.segment_count",
           "rpcordma.position", "rpcordma.rdma_handle", "rpcordma.rdma_length",
           "rpcordma.rdma_offset", "rpcordma.errcode", "rpc.msgtyp", "rpc.program",
-          "rpc.procedure", "nfs.main_opcode")
+          "rpc.procedure", "nfs.main_opcode", "nfs.nfsstat4", "nfs.status3", "nfs.eof")
 MSG, NOMSG, ERROR = 0, 1, 4
 
 
@@ -60,6 +60,13 @@ class Message:
         self.op = "/".join(x for x in (f["rpc.program"].split(";")[0],
                                        f["rpc.procedure"].split(";")[0],
                                        f["nfs.main_opcode"].split(";")[0]) if x)
+        # What the NFS server answered (replies): an error, a READ at the
+        # end of the file (with or without data), or anything else. Which
+        # Calls get which depends on the server's state and the timing of
+        # concurrent loads, not on the Send path; the comparison of reply
+        # shapes keys on it.
+        status = first_int(f.get("nfs.nfsstat4", "")) or first_int(f.get("nfs.status3", ""))
+        self.outcome = "error" if status else ("eof" if first_int(f.get("nfs.eof", "")) else "ok")
         self.malformed = False
         ints = lambda k: [int(x, 0) for x in f[k].split(";") if x]
         nreads = len(ints("rpcordma.position"))
@@ -240,7 +247,10 @@ def main(capture, phases_csv, server_ip, outdir):
             stats["violations"] += 1
             errors.append(f"frame {m.frame} (reply to xid {m.xid}, call frame {call.frame}, "
                           f"{call.call_shape()}): {v}")
-        key = (phase_of(call.time), call.call_shape())
+        # A Call's shape, and what the server made of it when not plain
+        # success (an error, a READ at EOF).
+        outcome = "" if m.outcome == "ok" else f" ({m.outcome})"
+        key = (phase_of(call.time), call.call_shape() + outcome)
         shapes[key + (m.reply_shape(False),)] += 1
         exact[key].add(m.reply_shape(True))
 
