@@ -260,6 +260,20 @@ class Build:
             else:
                 target = (sym, addend)
             marks.append((rel, typ) + target)
+        # A call or jump out of the function that the linker resolved (no
+        # relocation left: a function of the same section): its
+        # displacement depends on the layout; its target, by name, does not.
+        for off, n, text in fn.insns:
+            m = re.match(r'^(?:call|jmp|j[a-z]+)\s+([0-9a-f]+)\s+<([^>]+)>', text)
+            if not m or fn.value <= int(m.group(1), 16) < fn.value + fn.size:
+                continue
+            rel = off - fn.value
+            if any(rel <= r[0] < rel + n for r in marks):
+                continue
+            width = 4 if n >= 5 else 1
+            code[rel + n - width:rel + n] = bytes(width)
+            marks.append((rel, 'direct', m.group(2)))
+        marks.sort()
         return bytes(code), tuple(marks)
 
     def demangle(self):

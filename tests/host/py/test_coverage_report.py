@@ -107,6 +107,8 @@ int same(int x) { if (x > 3) log_it("big"); return ext_one(x) * 2; }
 int differs(int x) { return x * 7 + 1; }
 int other_callee(int x) { return ext_one(x) + 1; }
 int only_here(int x) { return x - 1; }
+static __attribute__((noinline)) int helper(int x) { return x * 5 + 3; }
+int calls_helper(int x) { return helper(x) + 1; }
 """
 BUILD_B = r"""
 extern int ext_one(int); extern int ext_two(int);
@@ -116,6 +118,8 @@ void use_pad(void) { log_it("another string, first"); log_it(pad); }
 int same(int x) { if (x > 3) log_it("big"); return ext_one(x) * 2; }
 int differs(int x) { return x * 9 + 1; }
 int other_callee(int x) { return ext_two(x) + 1; }
+static __attribute__((noinline, aligned(256))) int helper(int x) { return x * 5 + 3; }
+int calls_helper(int x) { return helper(x) + 1; }
 """
 
 
@@ -139,10 +143,13 @@ class SameCode(unittest.TestCase):
     def test_same_code(self):
         with tempfile.TemporaryDirectory() as d:
             a = coverage_report.Build("rust", self.build(
-                d, "a", BUILD_A, ["same", "differs", "other_callee", "only_here"]))
+                d, "a", BUILD_A, ["same", "differs", "other_callee", "only_here", "calls_helper"]))
             b = coverage_report.Build("rust", self.build(d, "b", BUILD_B, ["use_pad"]), like=a)
-            self.assertEqual(sorted(fn.name for fn in b.funcs), ["differs", "other_callee", "same"])
-            self.assertEqual(sorted(coverage_report.same_code(a, b)), ["same"])
+            self.assertEqual(sorted(fn.name for fn in b.funcs),
+                             ["calls_helper", "differs", "other_callee", "same"])
+            # calls_helper's call of helper, resolved by the assembler to a
+            # displacement that differs, has the same target by name.
+            self.assertEqual(sorted(coverage_report.same_code(a, b)), ["calls_helper", "same"])
 
 
 # Two joins and a branch with a single way into each successor: which
