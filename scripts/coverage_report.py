@@ -212,7 +212,7 @@ class Build:
         rel_re = re.compile(r'^\s*([0-9a-f]+)\s+[0-9a-f]+\s+(R_\S+)\s+(?:[0-9a-f]+\s+)?(\S+)?\s*([+-])\s*([0-9a-f]+)\s*$')
         target = None
         for line in run(['readelf', '-rW', self.ko]).splitlines():
-            h = re.match(r"^Relocation section '\.rela(\.[^']+)'", line)
+            h = re.match(r"^Relocation section '\.rela([^']+)'", line)
             if h:
                 target = h.group(1) if h.group(1) in self.section_size else None
                 continue
