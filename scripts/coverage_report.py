@@ -625,6 +625,16 @@ def block_lines(build, blist, reasons):
     summary = ['Never-executed instructions by reason:']
     for why, n in by_reason.most_common():
         summary.append(f'  {n:>5}  {why}')
+    # A claim that no never-executed block takes is stale: a test reaches
+    # what it described (or its pattern drifted), and it should go.
+    if build.flavour == 'rust':
+        used = {reason_of(b, reasons) for b in blist}
+        stale = [(rx, why) for rx, why in reasons if why not in used]
+        if stale:
+            summary.append(f'  claims in {os.path.relpath(REASONS, TOP)} that no never-executed block '
+                           f'takes (stale: remove them, or fix the pattern):')
+            for rx, why in stale:
+                summary.append(f'         {rx.pattern[:70]}  ({why[:60]}...)')
     executed, can = can_run_counts(build, by_reason)
     summary.append(f'  executed share of the instructions less padding, never-called copies and blocks '
                    f'whose reason says unreachable by design: {executed} / {can}, {pct(executed, can):.1f}%')

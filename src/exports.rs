@@ -199,7 +199,8 @@ same_signature!(svc_rdma_post_send_err);
 /// # Safety
 ///
 /// `rdma` points to a live transport and `ctxt` to one of its send ctxts
-/// with a complete WR chain, owned by the caller; process context.
+/// with a complete WR chain, owned by the caller, or is NULL (refused with
+/// `-EINVAL`); process context.
 #[no_mangle]
 pub unsafe extern "C" fn svc_rdma_post_send(
     rdma: *mut sys::svcxprt_rdma,
@@ -260,7 +261,8 @@ same_signature!(svc_rdma_result_payload);
 /// # Safety
 ///
 /// `rdma` points to a live transport; `sctxt` to its send ctxt, owned by the
-/// caller, with the transport header encoded; `write_pcl`, `reply_pcl` and
+/// caller, with the transport header encoded, or is NULL (refused with
+/// `-EINVAL`); `write_pcl`, `reply_pcl` and
 /// `xdr` to the Call's chunk lists and the reply, unchanged during the call.
 /// The memory of `xdr` stays allocated until `sctxt` is released, which
 /// undoes its mappings (the backchannel, the only caller, passes empty

@@ -160,6 +160,40 @@ impl Drop for FakeRdma {
     }
 }
 
+/// The running KUnit case's warnings (`WARN*()`), counted instead of
+/// printed while this lives (`kunit_start_suppress_warning`): for a case
+/// that drives a path whose report is a warning. The run's log, where any
+/// WARNING fails the run, stays clean, and the case still sees how many
+/// warnings the path gave ([`SuppressedWarnings::end`]).
+///
+/// # Invariants
+///
+/// `0` is the handle the shim's begin call returned, not ended yet.
+pub(crate) struct SuppressedWarnings(NonNull<c_void>);
+
+impl SuppressedWarnings {
+    /// Starts counting; `None` (and the case failed) outside a KUnit case.
+    pub(crate) fn begin() -> Option<Self> {
+        // SAFETY: no precondition; the handle is ended by `end` or `drop`.
+        NonNull::new(unsafe { sys::rs_kunit_suppress_warnings_begin() }).map(Self)
+    }
+
+    /// Stops counting; returns how many warnings were suppressed.
+    pub(crate) fn end(self) -> i32 {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: a handle not ended yet (type invariant); `this` is not
+        // dropped, so it is ended once.
+        unsafe { sys::rs_kunit_suppress_warnings_end(this.0.as_ptr()) }
+    }
+}
+
+impl Drop for SuppressedWarnings {
+    fn drop(&mut self) {
+        // SAFETY: a handle not ended yet (type invariant), ended once here.
+        unsafe { sys::rs_kunit_suppress_warnings_end(self.0.as_ptr()) };
+    }
+}
+
 /// A zeroed `T` from kmalloc, or null; freed with [`zfree`].
 pub(crate) fn zalloc<T>() -> *mut T {
     Kmalloc::alloc(

@@ -15,8 +15,9 @@ mod tests {
     use crate::reply::{result_payload, save_io_pages};
     use crate::sys;
     use core::ptr::{addr_of_mut, null_mut};
-    use kernel::error::code::{EINVAL, EIO, ENOMEM};
+    use kernel::error::code::{EINVAL, EIO, ENOMEM, ENOTCONN};
     use kernel::error::Result;
+    use kernel::sync::atomic::Relaxed;
 
     /// A zeroed receive ctxt whose Write list holds chunks of the given
     /// lengths, with the payload cursor on the first, as after decoding.
@@ -253,6 +254,189 @@ mod tests {
         assert_eq!(p.count(), 0);
         assert!(p.slots().iter().all(|page| page.is_null()));
         assert!(p.respages.iter().take(5).all(|page| !page.is_null()));
+        Ok(())
+    }
+
+    /// A Write chunk with [`SEGS`] segments, as `pcl_alloc_chunk` lays
+    /// one out (the segments follow the chunk, its flexible array).
+    const SEGS: usize = 3;
+    #[repr(C)]
+    struct ChunkWithSegments {
+        chunk: sys::svc_rdma_chunk,
+        segments: [sys::svc_rdma_segment; SEGS],
+    }
+
+    /// A request being answered on a stand-in transport: its Call, of
+    /// `call_len` received bytes (an XID and RPC/RDMA version 1), offered
+    /// one Write chunk of [`SEGS`] segments that the reply does not use.
+    struct Answer {
+        rqstp: *mut sys::svc_rqst,
+        rctxt: *mut sys::svc_rdma_recv_ctxt,
+        chunk: *mut ChunkWithSegments,
+        call: [u8; 16],
+        reply: [u8; 32],
+        rdma: FakeRdma,
+    }
+
+    impl Answer {
+        fn new(header_buf_size: i32, call_len: u32) -> Option<kernel::alloc::KBox<Self>> {
+            let rdma = FakeRdma::new(8, 4)?;
+            let mut a = kernel::alloc::KBox::new(
+                Self {
+                    rqstp: zalloc(),
+                    rctxt: zalloc(),
+                    chunk: zalloc(),
+                    call: [0; 16],
+                    reply: [0; 32],
+                    rdma,
+                },
+                kernel::alloc::flags::GFP_KERNEL,
+            )
+            .ok()?;
+            if a.rqstp.is_null() || a.rctxt.is_null() || a.chunk.is_null() {
+                return None;
+            }
+            a.call[..4].copy_from_slice(&0x1234_5678u32.to_be_bytes());
+            a.call[4..8].copy_from_slice(&1u32.to_be_bytes());
+            let (call, reply) = (a.call.as_mut_ptr(), a.reply.as_mut_ptr());
+            // SAFETY: zeroed objects only this test knows, and the fields of
+            // our stand-in transport, which only this thread uses; the
+            // buffers are in the box, which does not move.
+            unsafe {
+                (*a.rdma.raw()).sc_max_req_size = header_buf_size;
+                let r = a.rctxt;
+                (*r).rc_recv_buf = call.cast();
+                (*r).rc_byte_len = call_len;
+                sys::INIT_LIST_HEAD(addr_of_mut!((*r).rc_reply_pcl.cl_chunks));
+                let pcl = addr_of_mut!((*r).rc_write_pcl);
+                sys::INIT_LIST_HEAD(addr_of_mut!((*pcl).cl_chunks));
+                let c = addr_of_mut!((*a.chunk).chunk);
+                (*c).ch_segcount = SEGS as u32;
+                (*c).ch_length = 4096 * SEGS as u32;
+                for (i, seg) in (*a.chunk).segments.iter_mut().enumerate() {
+                    seg.rs_handle = 0x100 + i as u32;
+                    seg.rs_length = 4096;
+                    seg.rs_offset = 0x1000_0000 * (i as u64 + 1);
+                }
+                sys::list_add_tail(addr_of_mut!((*c).ch_list), addr_of_mut!((*pcl).cl_chunks));
+                (*pcl).cl_count = 1;
+                let q = a.rqstp;
+                (*q).rq_xprt = addr_of_mut!((*a.rdma.raw()).sc_xprt);
+                (*q).rq_xprt_ctxt = r.cast();
+                let res = addr_of_mut!((*q).rq_res);
+                (*res).head[0].iov_base = reply.cast();
+                (*res).head[0].iov_len = 32;
+                (*res).len = 32;
+                (*res).buflen = 32;
+            }
+            Some(a)
+        }
+    }
+
+    impl Drop for Answer {
+        fn drop(&mut self) {
+            // SAFETY: allocated in `new` by `zalloc` (or null); the
+            // transport's ctxts hold none of them.
+            unsafe {
+                zfree(self.chunk);
+                zfree(self.rctxt);
+                zfree(self.rqstp);
+            }
+        }
+    }
+
+    /// `svc_rdma_sendto` when the reply's transport header does not fit
+    /// the Send's header buffer (the Call echoed needs 84 bytes: fixed
+    /// header, no Read list, a Write list of one 3-segment chunk, no Reply
+    /// chunk). A real transport cannot get there (the Call's header, which
+    /// holds the chunks echoed, arrived in a Receive buffer of the header
+    /// buffer's size); the stand-in's buffer is made 64 bytes to drive the
+    /// failure: nothing is posted, the ctxt is put back, and the
+    /// connection is closed (`-ENOTCONN`) so that the client retransmits.
+    #[test]
+    fn sendto_header_too_big_closes() -> Result {
+        let a = Answer::new(64, 16).ok_or(ENOMEM)?;
+        // SAFETY: a request being answered on our stand-in, with its Call's
+        // receive ctxt and its reply, used by this thread alone.
+        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        assert_eq!(ret, ENOTCONN.to_errno());
+        assert!(a.rdma.rdma().is_closing());
+        // Nothing posted: every SQ entry is still there.
+        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        // The ctxt was put: on the release list, alone.
+        // SAFETY: the release list of our stand-in; only this thread uses
+        // it.
+        unsafe {
+            let first = (*a.rdma.raw()).sc_send_release_list.first;
+            assert!(!first.is_null());
+            assert!((*first).next.is_null());
+        }
+        Ok(())
+    }
+
+    /// A Send header buffer smaller than the fixed transport header (28
+    /// bytes; a real one is `sc_max_req_size`, at least 4096): closed
+    /// before anything is built.
+    #[test]
+    fn sendto_header_buffer_below_fixed_header_closes() -> Result {
+        let a = Answer::new(16, 16).ok_or(ENOMEM)?;
+        // SAFETY: as in `sendto_header_too_big_closes`.
+        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        assert_eq!(ret, ENOTCONN.to_errno());
+        assert!(a.rdma.rdma().is_closing());
+        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        Ok(())
+    }
+
+    /// The backchannel's entry points given no ctxt: refused with
+    /// `-EINVAL`, nothing touched. Called through pointers: the very
+    /// functions the module exports, not copies inlined here.
+    #[test]
+    fn backchannel_entries_refuse_null_ctxt() -> Result {
+        let a = Answer::new(4096, 16).ok_or(ENOMEM)?;
+        let post: unsafe extern "C" fn(
+            *mut sys::svcxprt_rdma,
+            *mut sys::svc_rdma_send_ctxt,
+        ) -> i32 = core::hint::black_box(crate::exports::svc_rdma_post_send);
+        let map: unsafe extern "C" fn(
+            *mut sys::svcxprt_rdma,
+            *mut sys::svc_rdma_send_ctxt,
+            *const sys::svc_rdma_pcl,
+            *const sys::svc_rdma_pcl,
+            *const sys::xdr_buf,
+        ) -> i32 = core::hint::black_box(crate::exports::svc_rdma_map_reply_msg);
+        // SAFETY: a live stand-in transport and no ctxt, which both take;
+        // the lists and the reply are our request's, valid and unchanged.
+        unsafe {
+            assert_eq!(post(a.rdma.raw(), null_mut()), EINVAL.to_errno());
+            let (r, q) = (a.rctxt, a.rqstp);
+            assert_eq!(
+                map(
+                    a.rdma.raw(),
+                    null_mut(),
+                    addr_of_mut!((*r).rc_write_pcl),
+                    addr_of_mut!((*r).rc_reply_pcl),
+                    addr_of_mut!((*q).rq_res),
+                ),
+                EINVAL.to_errno()
+            );
+        }
+        assert!(!a.rdma.rdma().is_closing());
+        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        Ok(())
+    }
+
+    /// The same with room for the header: the Call is shorter than its XID
+    /// and version (a Call that nfsd could not have decoded), so there is
+    /// nothing to answer with: closed likewise.
+    #[test]
+    fn sendto_call_without_xid_closes() -> Result {
+        let a = Answer::new(4096, 4).ok_or(ENOMEM)?;
+        // SAFETY: as in `sendto_header_too_big_closes`.
+        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        assert_eq!(ret, ENOTCONN.to_errno());
+        assert!(a.rdma.rdma().is_closing());
+        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use kernel::prelude::kunit_tests;
 mod tests {
     use crate::abstractions::send_ctxt::{Ctxt, CtxtState, Poster, SentCtxt};
     use crate::abstractions::xprt::{Drained, SendQueueGone};
-    use crate::fakes::FakeRdma;
+    use crate::fakes::{FakeRdma, SuppressedWarnings};
     use crate::sq;
     use crate::sys;
     use core::ptr::addr_of_mut;
@@ -465,6 +465,78 @@ mod tests {
         Ok(())
     }
 
+    /// The reporting puts of a posted ctxt (a C caller's bug): the
+    /// exported `svc_rdma_send_ctxt_put`, as the backchannel calls it, and
+    /// a dropped [`Ctxt`], as the Send path's early returns put theirs.
+    /// Each is refused and touches nothing, and the first is reported with
+    /// an error line and one warning (counted here, not printed); later
+    /// ones with the error line only. The suite runs once per module load,
+    /// the first to report.
+    #[test]
+    fn refused_put_is_reported_once() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let p = f.ctxt(0).ok_or(ENOMEM)?.into_raw();
+        // SAFETY: our ctxt; the test marks it posted and holds the stray
+        // handle a buggy caller would have.
+        let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
+        let (posted, stray) = (posted.ok_or(EINVAL)?, stray.ok_or(EINVAL)?);
+        posted.mark_posted_for_test();
+        // Called through a pointer, as the backchannel calls it: the very
+        // function the module exports, not a copy inlined here.
+        let put: unsafe extern "C" fn(*mut sys::svcxprt_rdma, *mut sys::svc_rdma_send_ctxt) =
+            core::hint::black_box(crate::exports::svc_rdma_send_ctxt_put);
+        let warnings = SuppressedWarnings::begin().ok_or(EINVAL)?;
+        // SAFETY: a live stand-in transport and its ctxt; the put is the
+        // fault under test, refused before it touches anything.
+        unsafe { put(f.raw(), p) };
+        drop(stray);
+        assert_eq!(warnings.end(), 1);
+        // SAFETY: the lists of our stand-in, which only this thread uses:
+        // the refused puts queued nothing.
+        unsafe {
+            assert!((*f.raw()).sc_send_release_list.first.is_null());
+            assert!((*f.raw()).sc_send_ctxts.first.is_null());
+        }
+        // SAFETY: marked posted above; the stray handles were given up.
+        unsafe { SentCtxt::assume_for_test(posted) }.put();
+        // SAFETY: `p` is a ctxt of our stand-in, live until `f` goes.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Queued));
+        // Put again once queued: refused, reported without a warning now.
+        let warnings = SuppressedWarnings::begin().ok_or(EINVAL)?;
+        // SAFETY: as above; the ctxt is queued, and the put refused.
+        unsafe { put(f.raw(), p) };
+        assert_eq!(warnings.end(), 0);
+        // SAFETY: the release list of our stand-in: the ctxt once, alone.
+        unsafe {
+            let first = (*f.raw()).sc_send_release_list.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+        Ok(())
+    }
+
+    /// The last line of defence of `svc_rdma_post_send`: a chain that needs
+    /// more SQ entries than the whole Send Queue has would wait for them
+    /// until the connection closes. It is refused at once, before any
+    /// reservation, and the connection is closed.
+    #[test]
+    fn post_send_chain_larger_than_sq_closes() -> Result {
+        let f = FakeRdma::new(1, 4).ok_or(ENOMEM)?;
+        // SAFETY: a field of our stand-in, which only this thread uses.
+        unsafe { (*f.raw()).sc_sq_depth = 2 };
+        let c = f.ctxt(2).ok_or(ENOMEM)?;
+        let r = sq::post_send(f.rdma(), c);
+        assert!(r.is_err());
+        if let Err((e, c)) = r {
+            assert_eq!(e, ENOTCONN);
+            drop(c);
+        }
+        assert!(f.rdma().is_closing());
+        // Nothing was reserved.
+        assert_eq!(f.rdma().sq_avail().load(Relaxed), 1);
+        Ok(())
+    }
+
     #[test]
     fn post_chain_nothing_posted_returns_ctxt() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
@@ -644,6 +716,69 @@ mod tests {
         };
         assert!(f.rdma().serv_maxpages().is_none());
         assert!(Ctxt::alloc(f.rdma()).is_none());
+        // SAFETY: our stand-in's QP pointer, which only this thread uses:
+        // the stand-in's own QP again.
+        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        Ok(())
+    }
+
+    /// Teardown (`svc_rdma_send_ctxts_destroy`, the export) with a Send
+    /// posted and never completed, on a transport whose Send CQ is not
+    /// polled from a workqueue (the stand-in's is `IB_POLL_SOFTIRQ`), so
+    /// that its poller cannot be waited out: the shim warns once (counted
+    /// here, not printed), the posted ctxt is left allocated, unlisted and
+    /// untouched, as C leaves it, and the transport is marked dead. The
+    /// stand-in's QP is taken away first: its device cannot destroy one.
+    #[test]
+    fn unquiescable_send_cq_leaves_unreturned_allocated() -> Result {
+        let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
+        let c = f.ctxt(0).ok_or(ENOMEM)?;
+        let p = c.as_ptr();
+        assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
+        // SAFETY: our stand-in's QP pointer, which only this thread uses;
+        // restored below before `f` goes.
+        let qp =
+            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        let warnings = SuppressedWarnings::begin().ok_or(EINVAL)?;
+        // SAFETY: teardown of our stand-in after its (empty) final drain,
+        // on this thread: nothing else uses it, and nothing completes.
+        unsafe { crate::exports::svc_rdma_send_ctxts_destroy(f.raw()) };
+        assert_eq!(warnings.end(), 1);
+        // SAFETY: the flags word of our stand-in, which only this thread
+        // changes.
+        let flags = unsafe { (*f.raw()).sc_xprt.xpt_flags };
+        assert!(flags & (1 << sys::XPT_DEAD) != 0);
+        assert!(!Ctxt::is_listed_for_test(p));
+        // SAFETY: `p` is live (left allocated), and only this thread uses
+        // it.
+        assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Posted));
+        // SAFETY: `p` is a live ctxt of our stand-in, made by `alloc` and
+        // unlisted by the teardown; listed again, `f` frees it.
+        unsafe { Ctxt::relist_for_test(p) };
+        // SAFETY: our stand-in's QP pointer, which only this thread uses:
+        // the stand-in's own QP again.
+        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        Ok(())
+    }
+
+    /// As above, through `svc_rdma_post_send`'s own path (SQ entries
+    /// reserved, then the post): refused with `ENOTCONN`, the reserved
+    /// entries given back.
+    #[test]
+    fn post_send_on_destroyed_qp_fails_cleanly() -> Result {
+        let f = FakeRdma::new(2, 4).ok_or(ENOMEM)?;
+        let c = f.ctxt(1).ok_or(ENOMEM)?;
+        // SAFETY: our stand-in's QP pointer, which only this thread uses;
+        // restored below before `f` goes.
+        let qp =
+            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        let r = sq::post_send(f.rdma(), c);
+        assert!(r.is_err());
+        if let Err((e, c)) = r {
+            assert_eq!(e, ENOTCONN);
+            drop(c);
+        }
+        assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
         // SAFETY: our stand-in's QP pointer, which only this thread uses:
         // the stand-in's own QP again.
         unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };

@@ -16,6 +16,10 @@
 #include <rdma/rdma_cm.h>
 #include <linux/sunrpc/svc_rdma.h>
 #include <linux/sunrpc/svc_rdma_pcl.h>
+#ifdef RPCRDMA_RS_KUNIT
+#include <kunit/test.h>
+#include <kunit/test-bug.h>
+#endif
 
 #include "xprt_rdma.h"
 #include <trace/events/rpcrdma.h>
@@ -262,6 +266,39 @@ void *rs_fake_parts_attach(struct svcxprt_rdma *rdma)
 void rs_fake_parts_free(void *parts)
 {
 	kfree(parts);
+}
+
+/**
+ * rs_kunit_suppress_warnings_begin - suppress the running test's WARN*()s
+ *
+ * For a KUnit case that drives a path whose report is a warning: the
+ * warning is counted instead of printed, so that the run's log (where any
+ * WARNING fails the run) stays clean while the case still sees it happen.
+ *
+ * Return: a handle for rs_kunit_suppress_warnings_end(), or NULL (the
+ * test is failed) outside a test or when memory is short.
+ */
+void *rs_kunit_suppress_warnings_begin(void)
+{
+	struct kunit *test = kunit_get_current_test();
+
+	return test ? kunit_start_suppress_warning(test) : NULL;
+}
+
+/**
+ * rs_kunit_suppress_warnings_end - end what the begin call started
+ * @handle: its return value
+ *
+ * Return: how many warnings were suppressed meanwhile.
+ */
+int rs_kunit_suppress_warnings_end(void *handle)
+{
+	struct kunit *test = kunit_get_current_test();
+	int n = kunit_suppressed_warning_count(handle);
+
+	if (test)
+		kunit_end_suppress_warning(test, handle);
+	return n;
 }
 #endif
 

@@ -64,6 +64,8 @@ s64 rs_sq_starve_sum(void);
 bool rs_task_asleep(struct task_struct *task);
 void *rs_fake_parts_attach(struct svcxprt_rdma *rdma);
 void rs_fake_parts_free(void *parts);
+void *rs_kunit_suppress_warnings_begin(void);
+int rs_kunit_suppress_warnings_end(void *handle);
 
 /* Wait queues: wait_event() is a statement macro */
 void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,

@@ -1147,6 +1147,25 @@ impl Ctxt<'_> {
         }
     }
 
+    /// Whether `c` is on the list of all ctxts (the ledger's).
+    pub(crate) fn is_listed_for_test(c: *mut sys::svc_rdma_send_ctxt) -> bool {
+        let _guard = all_ctxts_lock().lock();
+        // SAFETY: we hold the lock, and unlist nothing.
+        unsafe { listed_ctxts() }.any(|(l, _)| l == c)
+    }
+
+    /// Lists again a ctxt that teardown left allocated and unlisted
+    /// ([`abandon_unreturned`]), so that the stand-in's drop frees it.
+    ///
+    /// # Safety
+    ///
+    /// `c` is a live ctxt of a KUnit stand-in, allocated by [`Ctxt::alloc`]
+    /// and unlisted since.
+    pub(crate) unsafe fn relist_for_test(c: *mut sys::svc_rdma_send_ctxt) {
+        // SAFETY: a live ctxt of `alloc`, not listed (`# Safety`).
+        unsafe { ledger_list(c) };
+    }
+
     /// Frees a ctxt of the KUnit stand-in transport `rdma`, wherever the
     /// test left it: the first still listed for it. False when none is
     /// left.
