@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
@@ -427,7 +427,8 @@ do_teardown_flavour() {
 	for attempt in 1 2; do
 		rc=0
 		# shellcheck disable=SC2046 # cov_vm_args' words are options
-		run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$flavour" trace) -D -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
+		run=$(DMA_IOMMU=$(iommu_for "teardown-$flavour") bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$flavour" trace) \
+			-D -t 500 -n "teardown-$flavour" teardown "$flavour" 5) || rc=$?
 		cov_note_run "$flavour" "$run"
 		flushed=$(sed -n 's/^teardown_trace_svcrdma_wc_send_flush=//p' "$run/summary" 2>/dev/null)
 		[ "$rc" = 0 ] && [ "${flushed:-0}" -gt 0 ] && break
@@ -443,6 +444,7 @@ do_teardown_flavour() {
 		[ "$rc" = 0 ] || break
 	done
 	relay_guest "teardown $flavour" "$run"
+	dma_mode_ok "$run" "teardown-$flavour" "teardown $flavour"
 	[ -f "$run/summary" ] && grep -E 'trace|cycles' "$run/summary" | sed 's/^/    /'
 	[ "$rc" = 0 ] || bad "teardown $flavour VM run (status $rc, logs in $run)"
 	if [ "${flushed:-0}" -gt 0 ]; then
@@ -547,6 +549,16 @@ do_conformance() {
 # soft-RoCE, then soft-iWARP; c compared when COMPARE=1.
 do_hostile() {
 	relay_script "" bash "$TOP/scripts/hostile.sh" 3
+}
+
+# The hostile suite once more, each class once, behind the emulated IOMMU
+# (strict), both flavours: the exact DMA checks of the test drivers
+# (kernel-patches/0004) see every class's mappings, the c flavour's too.
+# c's classes are compared, not asserted (hostile-iommu-table.txt); its VM
+# run (kernel reports, DMA-API errors, leak counters) is.
+do_hostile_iommu() {
+	DMA_IOMMU=1 COMPARE=1 HOSTILE_ASSERT_C=1 HOSTILE_SUFFIX=-iommu \
+		relay_script "" bash "$TOP/scripts/hostile.sh" 1
 }
 
 # Send Queue exhaustion (4 credits, 32 threads, deep queues) and unload
@@ -879,6 +891,7 @@ main_lane() {
 	phase e2e do_e2e || true
 	phase conformance do_conformance || true
 	phase hostile do_hostile || true
+	phase hostile-iommu do_hostile_iommu || true
 	pool_lane
 }
 side_lane() {
@@ -941,13 +954,14 @@ all)
 	FAULT_POINTS="send_ctxt_get post_mid"
 	# The DMA-mapped runs booted behind the emulated IOMMU (strict) instead
 	# of swiotlb (lib.sh iommu_for; Documentation/testing.rst): the
-	# stranding siw's teardowns 1 and 2, the fault injection, the rust
-	# conformance server over soft-iWARP, five mutations that need no
-	# bouncing, and reuse_in_flight, which needs the IOMMU's reuse of an
-	# IOVA. The rest stays in swiotlb, which alone catches a missing, short
-	# or late sync (stale bytes); wrong_direction and sge_overrun, caught
-	# in both modes, run there.
-	export IOMMU_RUNS=${IOMMU_RUNS-"teardown-strand1 teardown-strand2 faults conformance-siw
+	# teardowns over soft-RoCE (both flavours) and the stranding siw's 1
+	# and 2, the fault injection, the rust conformance server over
+	# soft-iWARP, five mutations that need no bouncing, and
+	# reuse_in_flight, which needs the IOMMU's reuse of an IOVA; and the
+	# hostile-iommu phase, a pass of its own. The rest stays in swiotlb,
+	# which alone catches a missing, short or late sync (stale bytes);
+	# wrong_direction and sge_overrun, caught in both modes, run there.
+	export IOMMU_RUNS=${IOMMU_RUNS-"teardown-c teardown-rust teardown-strand1 teardown-strand2 faults conformance-siw
 		mutation-unmap_in_flight mutation-leak_on_error mutation-leak_on_post_error
 		mutation-unmap_wrong_len mutation-double_unmap mutation-reuse_in_flight"}
 	LINT_BESIDE=1
@@ -1052,6 +1066,7 @@ e2e) phase setup do_setup && phase build do_build && phase e2e do_e2e || true ;;
 conformance) phase setup do_setup && phase build do_build && phase conformance do_conformance || true ;;
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
+hostile-iommu) phase setup do_setup && phase build do_build && phase hostile-iommu do_hostile_iommu || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
@@ -1069,6 +1084,6 @@ coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary
