@@ -48,11 +48,11 @@ expect "dma_mode_check of a run in two modes" "$(check "$T/mixed" teardown-stran
 expect "dma_mode_check of a run that proved none" "$(check "$T/none" teardown-strand3)" "1 ran DMA-mapped in no mode it proved, not swiotlb"
 
 # Every name of make check's default list is one a script asks iommu_for
-# about: the strand teardowns, faults, the conformance fabrics, the
-# mutations of dma-mutations.sh.
+# about: the soft-RoCE and strand teardowns, faults, the conformance
+# fabrics, the mutations of dma-mutations.sh.
 default=$(sed -n '/export IOMMU_RUNS=/,/"}/p' "$TOP/scripts/check.sh" | sed 's/.*IOMMU_RUNS-"//; s/"}.*//')
 mutations=$(sed -n 's/^ALL=(\(.*\))$/\1/p' "$TOP/scripts/dma-mutations.sh")
-known=" teardown-strand1 teardown-strand2 teardown-strand3 faults conformance-rxe conformance-siw $(for m in $mutations; do printf 'mutation-%s ' "$m"; done)"
+known=" teardown-c teardown-rust teardown-strand1 teardown-strand2 teardown-strand3 faults conformance-rxe conformance-siw $(for m in $mutations; do printf 'mutation-%s ' "$m"; done)"
 [ -n "$mutations" ] || fail "no ALL=(...) list in scripts/dma-mutations.sh"
 n=0
 for name in $default; do
