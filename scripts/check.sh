@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-kunit|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
-# debug-storm [CYCLES], debug-failslab, debug-faults and
+# debug-kunit, debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
 # (iommu; iommu-teardown, iommu-conformance, ... run one of its phases:
 # the test kernel, booted behind an emulated IOMMU).
@@ -1046,11 +1046,12 @@ iommu-teardown | iommu-conformance | iommu-hostile | iommu-faults | iommu-failfu
 		esac
 	fi
 	;;
-debug-storm | debug-failslab | debug-teardown-strand | debug-faults)
+debug-kunit | debug-storm | debug-failslab | debug-teardown-strand | debug-faults)
 	# One phase of `make check-debug`, alone (storm: CYCLES, default 100).
 	phase setup do_setup || { summary; exit 1; }
 	if phase build-debug build_kernel_and_modules; then
 		case $WHAT in
+		debug-kunit) phase kunit do_kunit || true ;;
 		debug-storm) phase storm do_storm "${2:-100}" || true ;;
 		debug-failslab) phase failslab do_failslab || true ;;
 		debug-teardown-strand) phase teardown-strand do_teardown_strands || true ;;
@@ -1084,6 +1085,6 @@ coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-kunit|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary
