@@ -661,8 +661,12 @@ do_failfunc() {
 # strand runs, which make the teardown of ctxts a drain left behind run at
 # every make check (85.7% in one whose strand_sends=2 run crashed early);
 # 91.1% at e0f51f2, with the never-called copies gone and four hostile
-# classes more; the floor leaves room for the timing-dependent paths.
-COVERAGE_FLOOR=${COVERAGE_FLOOR:-88}
+# classes more; 92.0% at 7bc6967 with the KUnit and faults runs counted.
+# Raised 88 -> 95 (issue 43's headline) on 2026-12-07: 95.7% at 3786df9
+# (17 runs), the KUnit cases of f4bef60 reaching the defensive paths in
+# the shipped functions; the workloads' union moved by 0.1 point between
+# make checks, and the floor leaves 0.7 (about 25 instructions) for that.
+COVERAGE_FLOOR=${COVERAGE_FLOOR:-95}
 # The same, less padding, never-called copies and the blocks that
 # tests/profile/coverage-reasons.txt shows unreachable by design (issue 26's
 # 95% target, over what can run; the report gives both). 97.0% at e0f51f2.
@@ -678,9 +682,10 @@ COVERAGE_FLOOR_CAN_RUN=${COVERAGE_FLOOR_CAN_RUN:-95}
 # test, release_chunk_writes_qp_destroyed's warning), and about 14 the
 # teardown reclaim (ctxt::reclaim_unreturned) that the compiler now keeps
 # out of line, its claimed blocks counted twice as large; to be brought
-# back under 170.
+# back under 170. Lowered 210 -> 70 on 2026-12-07: 59 measured at 3786df9,
+# the KUnit cases of f4bef60 reaching most of what was claimed.
 COVERAGE_MAX_EMITTED=${COVERAGE_MAX_EMITTED:-8}
-COVERAGE_MAX_CLAIMED=${COVERAGE_MAX_CLAIMED:-210}
+COVERAGE_MAX_CLAIMED=${COVERAGE_MAX_CLAIMED:-70}
 do_coverage() {
 	local n
 	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)

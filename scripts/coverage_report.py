@@ -626,13 +626,15 @@ def block_lines(build, blist, reasons):
     for why, n in by_reason.most_common():
         summary.append(f'  {n:>5}  {why}')
     # A claim that no never-executed block takes is stale: a test reaches
-    # what it described (or its pattern drifted), and it should go.
+    # what it described (or its pattern drifted), and it should go; one
+    # that only some runs reach (timing) is kept, and listed here then.
     if build.flavour == 'rust':
         used = {reason_of(b, reasons) for b in blist}
         stale = [(rx, why) for rx, why in reasons if why not in used]
         if stale:
             summary.append(f'  claims in {os.path.relpath(REASONS, TOP)} that no never-executed block '
-                           f'takes (stale: remove them, or fix the pattern):')
+                           f'takes (reached in these runs: remove a claim that a test always reaches, '
+                           f'fix a pattern that drifted):')
             for rx, why in stale:
                 summary.append(f'         {rx.pattern[:70]}  ({why[:60]}...)')
     executed, can = can_run_counts(build, by_reason)
