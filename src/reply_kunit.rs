@@ -333,6 +333,17 @@ mod tests {
         }
     }
 
+    impl Answer {
+        /// Asserts that `svc_rdma_sendto` returned `ret`, `-ENOTCONN`,
+        /// having closed the connection and posted nothing (every SQ
+        /// entry is still there).
+        fn assert_closed_unposted(&self, ret: i32) {
+            assert_eq!(ret, ENOTCONN.to_errno());
+            assert!(self.rdma.rdma().is_closing());
+            assert_eq!(self.rdma.rdma().sq_avail().load(Relaxed), 8);
+        }
+    }
+
     impl Drop for Answer {
         fn drop(&mut self) {
             // SAFETY: allocated in `new` by `zalloc` (or null); the
@@ -359,10 +370,7 @@ mod tests {
         // SAFETY: a request being answered on our stand-in, with its Call's
         // receive ctxt and its reply, used by this thread alone.
         let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
-        assert_eq!(ret, ENOTCONN.to_errno());
-        assert!(a.rdma.rdma().is_closing());
-        // Nothing posted: every SQ entry is still there.
-        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        a.assert_closed_unposted(ret);
         // The ctxt was put: on the release list, alone.
         // SAFETY: the release list of our stand-in; only this thread uses
         // it.
@@ -380,11 +388,10 @@ mod tests {
     #[test]
     fn sendto_header_buffer_below_fixed_header_closes() -> Result {
         let a = Answer::new(16, 16).ok_or(ENOMEM)?;
-        // SAFETY: as in `sendto_header_too_big_closes`.
+        // SAFETY: a request being answered on our stand-in, with its
+        // Call's receive ctxt and its reply, used by this thread alone.
         let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
-        assert_eq!(ret, ENOTCONN.to_errno());
-        assert!(a.rdma.rdma().is_closing());
-        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        a.assert_closed_unposted(ret);
         Ok(())
     }
 
@@ -432,11 +439,10 @@ mod tests {
     #[test]
     fn sendto_call_without_xid_closes() -> Result {
         let a = Answer::new(4096, 4).ok_or(ENOMEM)?;
-        // SAFETY: as in `sendto_header_too_big_closes`.
+        // SAFETY: a request being answered on our stand-in, with its
+        // Call's receive ctxt and its reply, used by this thread alone.
         let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
-        assert_eq!(ret, ENOTCONN.to_errno());
-        assert!(a.rdma.rdma().is_closing());
-        assert_eq!(a.rdma.rdma().sq_avail().load(Relaxed), 8);
+        a.assert_closed_unposted(ret);
         Ok(())
     }
 }

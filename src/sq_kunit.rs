@@ -411,6 +411,18 @@ mod tests {
         Ok(())
     }
 
+    /// Asserts that `p`, a ctxt of `f`, is queued for release once: alone
+    /// on the release list.
+    fn assert_queued_alone(f: &FakeRdma, p: *mut sys::svc_rdma_send_ctxt) {
+        // SAFETY: the release list of our stand-in and its ctxt, live until
+        // `f` goes; only this thread uses them.
+        unsafe {
+            let first = (*f.raw()).sc_send_release_list.first;
+            assert!(first == addr_of_mut!((*p).sc_node));
+            assert!((*first).next.is_null());
+        }
+    }
+
     /// A ctxt put twice is queued once: the second put would link it into
     /// the list it is already on. (Through `try_put`, the put
     /// without the warning of a dropped ctxt, which would flag the run's
@@ -426,13 +438,7 @@ mod tests {
         assert_eq!(first.try_put(), Ok(()));
         // Refused, and the ctxt (on the release list) left alone.
         assert_eq!(second.try_put(), Err(CtxtState::Queued));
-        // SAFETY: the release list of our stand-in, which only this
-        // thread uses.
-        unsafe {
-            let first = (*f.raw()).sc_send_release_list.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-        }
+        assert_queued_alone(&f, p);
         Ok(())
     }
 
@@ -455,13 +461,7 @@ mod tests {
         // The completion's put (`SentCtxt::put`) skips the check.
         // SAFETY: marked posted above; the stray handle was given up.
         unsafe { SentCtxt::assume_for_test(posted) }.put();
-        // SAFETY: the release list of our stand-in, which only this thread
-        // uses, and the ctxt just queued on it, live until `f` goes.
-        unsafe {
-            let first = (*f.raw()).sc_send_release_list.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-        }
+        assert_queued_alone(&f, p);
         Ok(())
     }
 
@@ -503,15 +503,11 @@ mod tests {
         assert_eq!(unsafe { Ctxt::state_of_raw(p) }, Some(CtxtState::Queued));
         // Put again once queued: refused, reported without a warning now.
         let warnings = SuppressedWarnings::begin().ok_or(EINVAL)?;
-        // SAFETY: as above; the ctxt is queued, and the put refused.
+        // SAFETY: our stand-in and its ctxt, now queued: the put is the
+        // fault under test, refused before it touches anything.
         unsafe { put(f.raw(), p) };
         assert_eq!(warnings.end(), 0);
-        // SAFETY: the release list of our stand-in: the ctxt once, alone.
-        unsafe {
-            let first = (*f.raw()).sc_send_release_list.first;
-            assert!(first == addr_of_mut!((*p).sc_node));
-            assert!((*first).next.is_null());
-        }
+        assert_queued_alone(&f, p);
         Ok(())
     }
 
