@@ -27,8 +27,8 @@ const MAX_WRITES: usize = 4;
 const CTXTS_WITH_WRITES: usize = 8;
 type Writes = [[sys::ib_send_wr; MAX_WRITES]; CTXTS_WITH_WRITES];
 
-/// A zeroed `svcxprt_rdma` with its lists and wait queues initialised and
-/// its device, PD, QP, Send CQ and server attached.
+/// A zeroed `svcxprt_rdma` with its lists, wait queues and free-list lock
+/// initialised and its device, PD, QP, Send CQ and server attached.
 ///
 /// # Invariants
 ///
@@ -73,6 +73,13 @@ impl FakeRdma {
             sys::__init_waitqueue_head(
                 addr_of_mut!((*r).sc_sq_ticket_wait),
                 kernel::str::CStrExt::as_char_ptr(c"rs_fake_ticket_wait"),
+                kernel::static_lock_class!().as_ptr(),
+            );
+            // The free list's lock, which `send_ctxt_get` takes (the
+            // debug kernel's lockdep refuses an uninitialised one).
+            sys::__spin_lock_init(
+                addr_of_mut!((*r).sc_send_lock),
+                kernel::str::CStrExt::as_char_ptr(c"rs_fake_send_lock"),
                 kernel::static_lock_class!().as_ptr(),
             );
             sys::set_bit(
