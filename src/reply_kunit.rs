@@ -334,6 +334,13 @@ mod tests {
     }
 
     impl Answer {
+        /// Answers the request: `svc_rdma_sendto`, the exported function.
+        fn send(&self) -> i32 {
+            // SAFETY: a request being answered on our stand-in, with its
+            // Call's receive ctxt and its reply, used by this thread alone.
+            unsafe { crate::exports::svc_rdma_sendto(self.rqstp) }
+        }
+
         /// Asserts that `svc_rdma_sendto` returned `ret`, `-ENOTCONN`,
         /// having closed the connection and posted nothing (every SQ
         /// entry is still there).
@@ -367,9 +374,7 @@ mod tests {
     #[test]
     fn sendto_header_too_big_closes() -> Result {
         let a = Answer::new(64, 16).ok_or(ENOMEM)?;
-        // SAFETY: a request being answered on our stand-in, with its Call's
-        // receive ctxt and its reply, used by this thread alone.
-        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        let ret = a.send();
         a.assert_closed_unposted(ret);
         // The ctxt was put: on the release list, alone.
         // SAFETY: the release list of our stand-in; only this thread uses
@@ -388,9 +393,7 @@ mod tests {
     #[test]
     fn sendto_header_buffer_below_fixed_header_closes() -> Result {
         let a = Answer::new(16, 16).ok_or(ENOMEM)?;
-        // SAFETY: a request being answered on our stand-in, with its
-        // Call's receive ctxt and its reply, used by this thread alone.
-        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        let ret = a.send();
         a.assert_closed_unposted(ret);
         Ok(())
     }
@@ -439,9 +442,7 @@ mod tests {
     #[test]
     fn sendto_call_without_xid_closes() -> Result {
         let a = Answer::new(4096, 4).ok_or(ENOMEM)?;
-        // SAFETY: a request being answered on our stand-in, with its
-        // Call's receive ctxt and its reply, used by this thread alone.
-        let ret = unsafe { crate::exports::svc_rdma_sendto(a.rqstp) };
+        let ret = a.send();
         a.assert_closed_unposted(ret);
         Ok(())
     }

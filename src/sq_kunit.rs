@@ -442,18 +442,26 @@ mod tests {
         Ok(())
     }
 
+    /// A new ctxt of `f`, marked posted, with the second handle to it that
+    /// a buggy caller would hold: (the ctxt, its posted handle, the stray).
+    fn posted_with_stray(
+        f: &FakeRdma,
+    ) -> Option<(*mut sys::svc_rdma_send_ctxt, Ctxt<'_>, Ctxt<'_>)> {
+        let p = f.ctxt(0)?.into_raw();
+        // SAFETY: our ctxt, given up by `into_raw`; the two handles are the
+        // caller's, the second the fault its test plays.
+        let (posted, stray) = unsafe { (Ctxt::from_raw(p)?, Ctxt::from_raw(p)?) };
+        posted.mark_posted_for_test();
+        Some((p, posted, stray))
+    }
+
     /// A put of a posted ctxt (a C caller's bug: after a successful post
     /// the ctxt is its Send completion's) is refused and touches nothing;
     /// the completion's own put then queues it once.
     #[test]
     fn put_of_posted_ctxt_is_refused() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let p = f.ctxt(0).ok_or(ENOMEM)?.into_raw();
-        // SAFETY: our ctxt; the test marks it posted and holds the second
-        // handle a buggy caller would have.
-        let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
-        let (posted, stray) = (posted.ok_or(EINVAL)?, stray.ok_or(EINVAL)?);
-        posted.mark_posted_for_test();
+        let (p, posted, stray) = posted_with_stray(&f).ok_or(ENOMEM)?;
         assert_eq!(stray.try_put(), Err(CtxtState::Posted));
         // SAFETY: the release list of our stand-in, which only this
         // thread uses: still empty.
@@ -475,12 +483,7 @@ mod tests {
     #[test]
     fn refused_put_is_reported_once() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
-        let p = f.ctxt(0).ok_or(ENOMEM)?.into_raw();
-        // SAFETY: our ctxt; the test marks it posted and holds the stray
-        // handle a buggy caller would have.
-        let (posted, stray) = unsafe { (Ctxt::from_raw(p), Ctxt::from_raw(p)) };
-        let (posted, stray) = (posted.ok_or(EINVAL)?, stray.ok_or(EINVAL)?);
-        posted.mark_posted_for_test();
+        let (p, posted, stray) = posted_with_stray(&f).ok_or(ENOMEM)?;
         // Called through a pointer, as the backchannel calls it: the very
         // function the module exports, not a copy inlined here.
         let put: unsafe extern "C" fn(*mut sys::svcxprt_rdma, *mut sys::svc_rdma_send_ctxt) =
