@@ -38,6 +38,8 @@ type Writes = [[sys::ib_send_wr; MAX_WRITES]; CTXTS_WITH_WRITES];
 pub(crate) struct FakeRdma {
     rdma: NonNull<sys::svcxprt_rdma>,
     parts: NonNull<c_void>,
+    /// The stand-in's own QP, which `set_qp_destroyed(false)` gives back.
+    qp: *mut sys::ib_qp,
     writes: NonNull<Writes>,
     writes_used: Cell<usize>,
 }
@@ -96,6 +98,8 @@ impl FakeRdma {
         Some(Self {
             rdma: p,
             parts,
+            // SAFETY: the QP pointer the shim attached just above.
+            qp: unsafe { (*r).sc_qp },
             writes,
             writes_used: Cell::new(0),
         })
@@ -109,6 +113,16 @@ impl FakeRdma {
 
     pub(crate) fn raw(&self) -> *mut sys::svcxprt_rdma {
         self.rdma.as_ptr()
+    }
+
+    /// Takes the QP away (`sc_qp` NULL), as teardown leaves a transport
+    /// whose QP it destroyed, or gives the stand-in's own QP back.
+    pub(crate) fn set_qp_destroyed(&self, destroyed: bool) {
+        // SAFETY: a field of our stand-in, which only this thread uses;
+        // `qp` is the QP `rs_fake_parts_attach` made, live until `drop`.
+        unsafe {
+            *addr_of_mut!((*self.raw()).sc_qp) = if destroyed { null_mut() } else { self.qp };
+        }
     }
 
     /// Sets `XPT_CLOSE`, as a closing connection has it.

@@ -695,10 +695,7 @@ mod tests {
     fn qp_destroyed_at_teardown_fails_cleanly() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;
         let c = f.ctxt(1).ok_or(ENOMEM)?;
-        // SAFETY: our stand-in's QP pointer, which only this thread uses;
-        // restored below before `f` goes.
-        let qp =
-            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        f.set_qp_destroyed(true);
         let r = sq::post_chain(f.rdma(), c, POST_OK);
         assert!(r.is_err());
         if let Err((e, c)) = r {
@@ -715,9 +712,7 @@ mod tests {
         };
         assert!(f.rdma().serv_maxpages().is_none());
         assert!(Ctxt::alloc(f.rdma()).is_none());
-        // SAFETY: our stand-in's QP pointer, which only this thread uses:
-        // the stand-in's own QP again.
-        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        f.set_qp_destroyed(false);
         Ok(())
     }
 
@@ -734,10 +729,7 @@ mod tests {
         let c = f.ctxt(0).ok_or(ENOMEM)?;
         let p = c.as_ptr();
         assert!(sq::post_chain(f.rdma(), c, POST_OK).is_ok());
-        // SAFETY: our stand-in's QP pointer, which only this thread uses;
-        // restored below before `f` goes.
-        let qp =
-            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        f.set_qp_destroyed(true);
         let warnings = SuppressedWarnings::begin().ok_or(EINVAL)?;
         // SAFETY: teardown of our stand-in after its (empty) final drain,
         // on this thread: nothing else uses it, and nothing completes.
@@ -754,9 +746,7 @@ mod tests {
         // SAFETY: `p` is a live ctxt of our stand-in, made by `alloc` and
         // unlisted by the teardown; listed again, `f` frees it.
         unsafe { Ctxt::relist_for_test(p) };
-        // SAFETY: our stand-in's QP pointer, which only this thread uses:
-        // the stand-in's own QP again.
-        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        f.set_qp_destroyed(false);
         Ok(())
     }
 
@@ -767,10 +757,7 @@ mod tests {
     fn post_send_on_destroyed_qp_fails_cleanly() -> Result {
         let f = FakeRdma::new(2, 4).ok_or(ENOMEM)?;
         let c = f.ctxt(1).ok_or(ENOMEM)?;
-        // SAFETY: our stand-in's QP pointer, which only this thread uses;
-        // restored below before `f` goes.
-        let qp =
-            unsafe { core::ptr::replace(addr_of_mut!((*f.raw()).sc_qp), core::ptr::null_mut()) };
+        f.set_qp_destroyed(true);
         let r = sq::post_send(f.rdma(), c);
         assert!(r.is_err());
         if let Err((e, c)) = r {
@@ -778,9 +765,7 @@ mod tests {
             drop(c);
         }
         assert_eq!(f.rdma().sq_avail().load(Relaxed), 2);
-        // SAFETY: our stand-in's QP pointer, which only this thread uses:
-        // the stand-in's own QP again.
-        unsafe { *addr_of_mut!((*f.raw()).sc_qp) = qp };
+        f.set_qp_destroyed(false);
         Ok(())
     }
 
