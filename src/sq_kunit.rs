@@ -769,6 +769,40 @@ mod tests {
         Ok(())
     }
 
+    /// `svc_rdma_post_send_err`, the handler svc_rdma_rw.c calls when
+    /// posting its RDMA Read chain fails, called through a pointer (the
+    /// exported function, not an inlined copy). Nothing posted: the
+    /// reserved entries come back and it returns `-ENOTCONN`. Part of the
+    /// chain posted: the entries stay with the completions to come and it
+    /// returns 0. The connection is closed either way.
+    #[test]
+    fn post_send_err_entry_gives_back_only_unposted_entries() -> Result {
+        let post_err: unsafe extern "C" fn(
+            *mut sys::svcxprt_rdma,
+            *const sys::rpc_rdma_cid,
+            *const sys::ib_send_wr,
+            *const sys::ib_send_wr,
+            i32,
+            i32,
+        ) -> i32 = core::hint::black_box(crate::exports::svc_rdma_post_send_err);
+        // SAFETY: plain C structs, for which all zeroes is a valid value.
+        let (cid, wrs): (sys::rpc_rdma_cid, [sys::ib_send_wr; 2]) =
+            unsafe { (core::mem::zeroed(), core::mem::zeroed()) };
+        let (first, second): (*const sys::ib_send_wr, *const sys::ib_send_wr) = (&wrs[0], &wrs[1]);
+        for (bad, expected, avail_after) in [(first, ENOTCONN.to_errno(), 8), (second, 0, 5)] {
+            let f = FakeRdma::new(8, 4).ok_or(ENOMEM)?;
+            // The caller's reservation of a chain of three.
+            f.rdma().sq_avail().fetch_sub(3, Relaxed);
+            // SAFETY: a live stand-in transport and a cid valid for the
+            // call; the WRs are only compared.
+            let ret = unsafe { post_err(f.raw(), &cid, bad, first, 3, EIO.to_errno()) };
+            assert_eq!(ret, expected);
+            assert!(f.rdma().is_closing());
+            assert_eq!(f.rdma().sq_avail().load(Relaxed), avail_after);
+        }
+        Ok(())
+    }
+
     /// `p`, the only ctxt of `f` not owned by the test, is released by no
     /// drain (an nfsd thread finishing an RPC), only by `svc_rdma_free`'s
     /// teardown (QP drained), onto the free list.
