@@ -142,6 +142,8 @@ do_host() {
 	relay_script "" bash "$TOP/tests/host/test_shipped_version.sh" || true
 	# Which DMA-mapped runs boot behind the IOMMU (lib.sh iommu_for).
 	relay_script "" bash "$TOP/tests/host/test_dma_modes.sh" || true
+	# When a conformance phase's Send errors are the client's closing.
+	relay_script "" bash "$TOP/tests/host/test_conformance_checks.sh" || true
 	# The conformance suite's wire checker, tested on rows that break each rule.
 	local t
 	for t in "$TOP"/tests/host/py/test_*.py; do

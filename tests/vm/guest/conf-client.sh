@@ -20,6 +20,27 @@ fail() { echo "FAIL: $*"; echo "$*" >>/tmp/fails; }
 modprobe rdma_rxe
 modprobe rpcrdma
 setup_fabric "$ip"
+# Why this client would close a connection in the middle of a phase: its
+# transport's error events (completions with an error other than a flush,
+# a reply it could not take, an RPC timeout, a forced close) and the CM's
+# events, kept in the trace buffer and copied to client-trace.txt at the
+# end, where the host looks (scripts/conformance.sh).
+T=/sys/kernel/tracing
+echo 0 >$T/tracing_on
+echo 8192 >$T/buffer_size_kb
+for e in rpcrdma:xprtrdma_wc_receive rpcrdma:xprtrdma_wc_send rpcrdma:xprtrdma_wc_fastreg \
+	rpcrdma:xprtrdma_wc_li rpcrdma:xprtrdma_wc_li_wake rpcrdma:xprtrdma_wc_li_done; do
+	echo 'status != 0 && status != 5' >$T/events/${e%%:*}/${e#*:}/filter
+	echo "$e" >>$T/set_event
+done
+for e in rpcrdma:xprtrdma_disconnect rpcrdma:xprtrdma_op_inject_dsc rpcrdma:xprtrdma_post_send_err \
+	rpcrdma:xprtrdma_post_recvs_err rpcrdma:xprtrdma_reply_vers_err rpcrdma:xprtrdma_reply_rqst_err \
+	rpcrdma:xprtrdma_reply_short_err rpcrdma:xprtrdma_reply_hdr_err rpcrdma:xprtrdma_err_vers \
+	rpcrdma:xprtrdma_err_chunk rpcrdma:xprtrdma_err_unrecognized sunrpc:xprt_timer \
+	sunrpc:xprt_disconnect_force rdma_cma:cm_event_handler; do
+	echo "$e" >>$T/set_event || fail "client trace: no event $e"
+done
+echo 1 >$T/tracing_on
 n=0
 until ping -c1 -W1 $SERVER_IP >/dev/null 2>&1; do
 	n=$((n + 1))
@@ -215,6 +236,7 @@ endphase
 umount /mnt/w3 /mnt/w42
 
 ctl done >/dev/null || fail "the server did not acknowledge the end"
+grep -v '^#' $T/trace >/results/client-trace.txt
 result results "$(wc -l <$RES)"
 FAILS=$(wc -l </tmp/fails)
 result failures $FAILS

@@ -101,9 +101,13 @@ CONTEXT_LINES = 40
 # transmit gives up on a work request (-ECONNABORTED: the peer closed,
 # -EFAULT: an SGE outside any mapping, -EPIPE...). The probe needs siw
 # loaded; over soft-RoCE it is not set up.
+# And the RDMA CM's events, so that a connection the client closed (its
+# DISCONNECTED arriving before any error of the server's own) can be told
+# from one the server closed (count_events).
 DIAG_EVENTS = (("sock:inet_sock_set_state", f"sport != {PORT} && dport != {PORT}"),
                ("tcp:tcp_receive_reset", None),
-               ("tcp:tcp_send_reset", None))
+               ("tcp:tcp_send_reset", None),
+               ("rdma_cma:cm_event_handler", None))
 SIW_PROBE = ("rpcrdma_diag", "siw_sq_process",
              "siw_qp_sq_process rv=$retval:s32", "rv != 0")
 
@@ -142,22 +146,27 @@ def enable_diagnostics():
 
 def count_events():
     """How often each event occurs in the trace buffer, the first 20 lines
-    of error events and the CONTEXT_LINES lines before the first."""
+    of error events and the CONTEXT_LINES lines before the first, and
+    whether the CM reported a connection DISCONNECTED before the first
+    error event (the peer closed it, not an error of the server's)."""
     counts = collections.Counter()
     errors, context = [], []
     before = collections.deque(maxlen=CONTEXT_LINES)
+    disconnected_first = False
     with open(f"{TRACING}/trace", errors="replace") as f:
         for line in f:
             m = EVENT_NAME.search(line)
             if not m or line.startswith("#"):
                 continue
             counts[m.group(1)] += 1
+            if m.group(1) == "cm_event_handler" and " DISCONNECTED " in line and not errors:
+                disconnected_first = True
             if ERROR_EVENT.search(m.group(1)) and len(errors) < 20:
                 if not errors:
                     context = list(before)
                 errors.append(line)
             before.append(line)
-    return counts, errors, context
+    return counts, errors, context, disconnected_first
 
 
 def serve(summary, phases_csv, events):
@@ -193,7 +202,7 @@ def serve(summary, phases_csv, events):
                 elif words[0] == "end" and len(words) == 2 and state.get("name") == words[1]:
                     t1 = time.time()
                     name = words[1]
-                    counts, errors, context = count_events()
+                    counts, errors, context, disconnected_first = count_events()
                     if errors:
                         outdir = os.path.dirname(summary)
                         write(os.path.join(outdir, f"errors-{name}.txt"), "".join(errors))
@@ -206,6 +215,7 @@ def serve(summary, phases_csv, events):
                     lines += [f"{name}.rdma_stat_{s}={stat(s) - v}"
                               for s, v in state["stats"].items()]
                     lines.append(f"{name}.trace_overrun={overruns() - state['overrun']}")
+                    lines.append(f"{name}.disconnected_before_error={int(disconnected_first and bool(errors))}")
                     lines.append(f"{name}.seconds={t1 - state['t0']:.1f}")
                     with open(summary, "a") as out:
                         out.write("".join(line + "\n" for line in lines))
