@@ -446,4 +446,18 @@ mod tests {
         a.assert_closed_unposted(ret);
         Ok(())
     }
+
+    /// A whole reply built, then its Send refused by the device (the QP
+    /// taken away under it, as a teardown on another thread would): the
+    /// reply is dropped, its ctxt put back, the connection closed, and the
+    /// SQ entries the post reserved given back.
+    #[test]
+    fn sendto_post_refused_closes() -> Result {
+        let a = Answer::new(4096, 16).ok_or(ENOMEM)?;
+        a.rdma.set_qp_destroyed(true);
+        let ret = a.send();
+        a.rdma.set_qp_destroyed(false);
+        a.assert_closed_unposted(ret);
+        Ok(())
+    }
 }
