@@ -8,6 +8,7 @@
 # make check run of 2026-12-07 that failed on two such replies. Prints
 # PASS:/FAIL: lines and "N passed, N failed".
 
+set -e
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
