@@ -685,9 +685,14 @@ COVERAGE_FLOOR_CAN_RUN=${COVERAGE_FLOOR_CAN_RUN:-95}
 # teardown reclaim (ctxt::reclaim_unreturned) that the compiler now keeps
 # out of line, its claimed blocks counted twice as large; to be brought
 # back under 170. Lowered 210 -> 70 on 2026-12-07: 59 measured at 3786df9,
-# the KUnit cases of f4bef60 reaching most of what was claimed.
+# the KUnit cases of f4bef60 reaching most of what was claimed. Raised
+# 70 -> 75 on 2026-12-07: 71 measured at 59b9f30, after the
+# encoder-failure claim's drifted line numbers were fixed (6f6f3f2): 12
+# instructions of that same path had been counted "test missing" since an
+# edit moved its lines; the claim for svc_rdma_post_send_err (8) went, a
+# KUnit case reaching it.
 COVERAGE_MAX_EMITTED=${COVERAGE_MAX_EMITTED:-8}
-COVERAGE_MAX_CLAIMED=${COVERAGE_MAX_CLAIMED:-70}
+COVERAGE_MAX_CLAIMED=${COVERAGE_MAX_CLAIMED:-75}
 do_coverage() {
 	local n
 	n=$(wc -l <"$LOGS/coverage-runs.txt" 2>/dev/null || echo 0)
