@@ -64,6 +64,10 @@ BRANCHES=(
 )
 ZERO_EVENTS="svcrdma_send_err svcrdma_wc_send_err svcrdma_err_chunk svcrdma_err_vers svcrdma_sq_post_err trace_overrun"
 
+# The client's trace lines (client-trace.txt, conf-client.sh) of a reply
+# it could not parse or place, or of a Receive completed in error.
+CLIENT_BAD=' (xprtrdma_reply_[a-z]+_err|xprtrdma_err_[a-z]+|xprtrdma_wc_receive):'
+
 # closed_by_client SERVER_RUN CLIENT_RUN PHASE: true if every error event
 # of PHASE on the server is a reply that found its connection closed
 # (svcrdma_send_err status=-107) and the CM had reported the connection
@@ -76,7 +80,7 @@ closed_by_client() {
 	[ "$(value "$s" "$p.disconnected_before_error")" = 1 ] || return 1
 	[ -s "$s/errors-$p.txt" ] && [ -f "$c/client-trace.txt" ] || return 1
 	grep -vqE ' svcrdma_send_err: .* status=-107$' "$s/errors-$p.txt" && return 1
-	! grep -qE ' (xprtrdma_reply_[a-z]+_err|xprtrdma_err_[a-z]+|xprtrdma_wc_receive):' "$c/client-trace.txt"
+	! grep -qE "$CLIENT_BAD" "$c/client-trace.txt"
 }
 
 # client_reason CLIENT_RUN: what the client logged about it
@@ -141,12 +145,12 @@ check_flavour() {
 	# no Receive completed in error (client-trace.txt, conf-client.sh).
 	if [ -f "$c/client-trace.txt" ]; then
 		local bad
-		bad=$(grep -cE ' (xprtrdma_reply_[a-z]+_err|xprtrdma_err_[a-z]+|xprtrdma_wc_receive):' "$c/client-trace.txt" || true)
+		bad=$(grep -cE "$CLIENT_BAD" "$c/client-trace.txt" || true)
 		if [ "$bad" = 0 ]; then
 			pass "conformance $f $FABRIC: the client took every reply (no bad reply, no Receive error in $c/client-trace.txt)"
 		else
 			fail "conformance $f $FABRIC: the client refused replies or saw Receive errors: $bad events," \
-				"first: $(grep -m1 -E ' (xprtrdma_reply_[a-z]+_err|xprtrdma_err_[a-z]+|xprtrdma_wc_receive):' "$c/client-trace.txt" | sed 's/^ *//') ($c/client-trace.txt)"
+				"first: $(grep -m1 -E "$CLIENT_BAD" "$c/client-trace.txt" | sed 's/^ *//') ($c/client-trace.txt)"
 		fi
 	fi
 

@@ -16,8 +16,9 @@ PASSED=0 FAILED=0
 pass() { echo "PASS: conformance checks: $*"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: conformance checks: $*"; FAILED=$((FAILED + 1)); }
 value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
-eval "$(sed -n '/^closed_by_client() {/,/^}/p;/^client_reason() {/,/^}/p' "$TOP/scripts/conformance.sh")"
-declare -F closed_by_client client_reason >/dev/null || { echo "FAIL: conformance checks: functions not found"; exit 1; }
+eval "$(sed -n "/^CLIENT_BAD=/p;/^closed_by_client() {/,/^}/p;/^client_reason() {/,/^}/p" "$TOP/scripts/conformance.sh")"
+declare -F closed_by_client client_reason >/dev/null && [ -n "${CLIENT_BAD:-}" ] ||
+	{ echo "FAIL: conformance checks: functions not found"; exit 1; }
 
 s=$T/s c=$T/c
 # setup [DISCONNECTED_FIRST]: the fixtures, the CM's order as given.
