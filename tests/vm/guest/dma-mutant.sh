@@ -40,7 +40,7 @@ trace_start $(for e in $bad; do echo "rpcrdma:$e"; done) rpcrdma:svcrdma_dma_map
 P=/sys/module/rpcrdma/parameters
 point=${fault%%=*}
 
-mount_ok=0 io_ok=1 data_ok=1
+mount_ok=0 io_ok=1 data_ok=1 reads_ok=0 reads_failed=0
 # mismatch FILE SIZE: a read that succeeded with other bytes than the file's;
 # the first is kept in /results for a look.
 mismatch() {
@@ -59,13 +59,41 @@ if timeout 120 sh -c ". /work/tests/vm/guest/lib.sh; MOUNT_OPTS=$MOUNT_OPTS moun
 	while [ "$(date +%s)" -lt $end ]; do
 		for sz in 1000 2000 3000; do
 			if ! timeout 60 dd if=/mnt/m/small of=/tmp/direct bs=$sz count=1 iflag=direct status=none; then
+				if [ "${rs_readers:-1}" -gt 1 ]; then
+					reads_failed=$((reads_failed + 1))
+					continue
+				fi
 				io_ok=0
 				break 2
 			fi
+			reads_ok=$((reads_ok + 1))
 			head -c $sz $EXPORT/small | cmp -s - /tmp/direct || mismatch small $sz
 		done
 		# To a file first: a read that fails part way is an I/O error,
-		# not wrong data.
+		# not wrong data. rs_readers=N (scripts/dma-exhaust.sh): N at
+		# once, for a peak of mappings in flight.
+		if [ "${rs_readers:-1}" -gt 1 ]; then
+			pids=
+			for i in $(seq "$rs_readers"); do
+				timeout 60 dd if=/mnt/m/big of=/tmp/big.$i bs=256k iflag=direct status=none &
+				pids="$pids $!"
+			done
+			# Reads that fail are counted, not the end: mappings
+			# that the DMA layer refuses close the connection, and
+			# the soft mount reconnects.
+			i=0
+			for p in $pids; do
+				i=$((i + 1))
+				if wait "$p"; then
+					mv /tmp/big.$i /tmp/big
+					[ "$(sha256sum </tmp/big | cut -d' ' -f1)" = "$want_big" ] || mismatch big 1048576
+					reads_ok=$((reads_ok + 1))
+				else
+					reads_failed=$((reads_failed + 1))
+				fi
+			done
+			continue
+		fi
 		if ! timeout 60 dd if=/mnt/m/big of=/tmp/big bs=64k iflag=direct status=none; then
 			io_ok=0
 			break
@@ -90,6 +118,8 @@ result server_dma_map_err "$(trace_count svcrdma_dma_map_err)"
 result server_dma_map_rw_err "$(trace_count svcrdma_dma_map_rw_err)"
 [ "$fault" = - ] || result "injected_$point" "$(cat "$P/$point")"
 result mount_ok $mount_ok
+result reads_ok $reads_ok
+result reads_failed $reads_failed
 result io_ok $io_ok
 result data_ok $data_ok
 rpc.nfsd 0

@@ -199,7 +199,21 @@ setup_fabric() {
 		fi
 		dev=siw0
 		;;
-	*) modprobe rdma_rxe; dev=rxe0 ;;
+	*)
+		# rs_dma_pci_bits=N (scripts/dma-exhaust.sh): soft-RoCE maps
+		# through eth1's PCI function, left down, its DMA mask narrowed
+		# to N bits (kernel-patches/0005): behind the IOMMU the RDMA
+		# device's mappings alone get a small range of addresses.
+		if [ -n "${rs_dma_pci_bits:-}" ] && [ "$DMA_MAPPED" = 1 ]; then
+			pci=$(basename "$(dirname "$(readlink -f /sys/class/net/eth1/device)")")
+			modprobe rdma_rxe dma_pci="$pci" dma_mask_bits="$rs_dma_pci_bits" ||
+				{ fail "rdma_rxe with dma_pci=$pci dma_mask_bits=$rs_dma_pci_bits"; return 1; }
+			log "rdma_rxe maps through eth1's PCI function $pci, DMA mask $rs_dma_pci_bits bits"
+		else
+			modprobe rdma_rxe
+		fi
+		dev=rxe0
+		;;
 	esac
 	rdma link add $dev type "$FABRIC" netdev eth0
 	rdma link show | grep -q "$dev/" || { fail "$dev did not come up"; return 1; }
