@@ -6,7 +6,7 @@
 # (default: c and rust). One VM behind the emulated IOMMU (vm-run.sh -D,
 # DMA_IOMMU=1), soft-RoCE mapping through eth1's PCI function, which
 # nothing else uses, its DMA mask narrowed to DMA_EXHAUST_BITS bits
-# (kernel-patches/0005; guest rs_dma_pci_bits): the I/O virtual addresses
+# (scripts/build-rxe-dma-pci.sh; guest rs_dma_pci_bits): the addresses
 # left to the RDMA device's consumers (the server's Send path, Receives
 # and chunk I/O, the client's transport, the MAD layer) are few, and
 # tests/vm/guest/dma-mutant.sh with DMA_EXHAUST_READERS parallel 1 MiB
@@ -31,6 +31,7 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
 
+bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma_rxe.ko with dma_pci does not build"
 for f in "${FLAVOURS[@]}"; do
 	say "dma exhaustion: $f flavour, soft-RoCE behind the IOMMU through a function of its own, DMA mask $BITS bits, $READERS parallel readers for $SECS s"
 	rc=0

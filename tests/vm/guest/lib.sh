@@ -200,13 +200,16 @@ setup_fabric() {
 		dev=siw0
 		;;
 	*)
-		# rs_dma_pci_bits=N (scripts/dma-exhaust.sh): soft-RoCE maps
-		# through eth1's PCI function, left down, its DMA mask narrowed
-		# to N bits (kernel-patches/0005): behind the IOMMU the RDMA
-		# device's mappings alone get a small range of addresses.
+		# rs_dma_pci_bits=N (scripts/dma-exhaust.sh): the rdma_rxe of
+		# scripts/build-rxe-dma-pci.sh, mapping through eth1's PCI
+		# function, left down, its DMA mask narrowed to N bits: behind
+		# the IOMMU the RDMA device's mappings alone get a small range
+		# of addresses. insmod reads no rdma_rxe.* of the command line.
 		if [ -n "${rs_dma_pci_bits:-}" ] && [ "$DMA_MAPPED" = 1 ]; then
 			pci=$(basename "$(dirname "$(readlink -f /sys/class/net/eth1/device)")")
-			modprobe rdma_rxe dma_pci="$pci" dma_mask_bits="$rs_dma_pci_bits" ||
+			ko=$MODULES/rxe-dma-pci/rdma_rxe.ko
+			modprobe -a $(modinfo -F depends "$ko" | tr , ' ')
+			insmod "$ko" dma_mapped=1 dma_pci="$pci" dma_mask_bits="$rs_dma_pci_bits" ||
 				{ fail "rdma_rxe with dma_pci=$pci dma_mask_bits=$rs_dma_pci_bits"; return 1; }
 			log "rdma_rxe maps through eth1's PCI function $pci, DMA mask $rs_dma_pci_bits bits"
 		else
