@@ -563,6 +563,14 @@ do_hostile_iommu() {
 		relay_script "" bash "$TOP/scripts/hostile.sh" 1
 }
 
+# Mapping failures that the DMA layer itself produces
+# (scripts/dma-exhaust.sh): behind the IOMMU, soft-RoCE mapping through a
+# PCI function of its own whose DMA mask leaves few addresses; both
+# flavours asserted.
+do_dma_exhaust() {
+	relay_script "" bash "$TOP/scripts/dma-exhaust.sh" c rust
+}
+
 # Send Queue exhaustion (4 credits, 32 threads, deep queues) and unload
 # safety (refused while mounted; load/unload cycles without leaks), rust.
 do_stress() {
@@ -904,6 +912,7 @@ main_lane() {
 	phase conformance do_conformance || true
 	phase hostile do_hostile || true
 	phase hostile-iommu do_hostile_iommu || true
+	phase dma-exhaust do_dma_exhaust || true
 	pool_lane
 }
 side_lane() {
@@ -1080,6 +1089,7 @@ conformance) phase setup do_setup && phase build do_build && phase conformance d
 install) phase setup do_setup && phase build do_build && phase install do_install || true ;;
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 hostile-iommu) phase setup do_setup && phase build do_build && phase hostile-iommu do_hostile_iommu || true ;;
+dma-exhaust) phase setup do_setup && phase build do_build && phase dma-exhaust do_dma_exhaust || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
