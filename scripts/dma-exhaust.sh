@@ -35,8 +35,14 @@ bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma
 for f in "${FLAVOURS[@]}"; do
 	say "dma exhaustion: $f flavour, soft-RoCE behind the IOMMU through a function of its own, DMA mask $BITS bits, $READERS parallel readers for $SECS s"
 	rc=0
-	run=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-run.sh" -D -t 900 -n "dma-exhaust-$f" \
-		-e "rs_dma_pci_bits=$BITS" -e "rs_readers=$READERS" dma-mutant "$f" "$SECS" -) || rc=$?
+	# The rust flavour's coverage build under COVERAGE=1 (its map-error
+	# paths run here for real).
+	dir=$f
+	cov_wanted "$f" && dir=$f-cov
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f") -D -t 900 -n "dma-exhaust-$f" \
+		-e "rs_dma_pci_bits=$BITS" -e "rs_readers=$READERS" dma-mutant "$dir" "$SECS" -) || rc=$?
+	cov_note_run "$f" "$run"
 	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then
 		fail "dma exhaustion $f: the run did not finish (status $rc, $run/console.log)"
 		continue

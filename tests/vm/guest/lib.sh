@@ -208,6 +208,8 @@ setup_fabric() {
 		if [ -n "${rs_dma_pci_bits:-}" ] && [ "$DMA_MAPPED" = 1 ]; then
 			pci=$(basename "$(dirname "$(readlink -f /sys/class/net/eth1/device)")")
 			ko=$MODULES/rxe-dma-pci/rdma_rxe.ko
+			# load_rpcrdma loaded the kernel's own; no device yet.
+			rmmod rdma_rxe 2>/dev/null || true
 			modprobe -a $(modinfo -F depends "$ko" | tr , ' ')
 			insmod "$ko" dma_mapped=1 dma_pci="$pci" dma_mask_bits="$rs_dma_pci_bits" ||
 				{ fail "rdma_rxe with dma_pci=$pci dma_mask_bits=$rs_dma_pci_bits"; return 1; }
