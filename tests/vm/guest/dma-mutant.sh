@@ -48,6 +48,43 @@ mismatch() {
 	data_ok=0
 	echo "data mismatch: $1 ($2 bytes), $(head -c "$2" "$EXPORT/$1" | cmp -l - "/tmp/$([ "$1" = small ] && echo direct || echo big)" 2>&1 | wc -l) bytes differ"
 }
+# exhaust_round (rs_readers=N > 1, scripts/dma-exhaust.sh): N 1 MiB reads
+# at once, for a peak of mappings in flight (Write chunks), and small
+# reads answered with mapped pages (the Send path's own mappings) while
+# they run. Reads that fail are counted, not the end: a mapping that the
+# DMA layer refuses closes the connection, and the soft mount reconnects.
+any_alive() {
+	for p in "$@"; do kill -0 "$p" 2>/dev/null && return 0; done
+	return 1
+}
+exhaust_round() {
+	pids=
+	for i in $(seq "$rs_readers"); do
+		timeout 60 dd if=/mnt/m/big of=/tmp/big.$i bs=256k iflag=direct status=none &
+		pids="$pids $!"
+	done
+	while any_alive $pids; do
+		for sz in 1000 2000 3000; do
+			if timeout 60 dd if=/mnt/m/small of=/tmp/direct bs=$sz count=1 iflag=direct status=none; then
+				reads_ok=$((reads_ok + 1))
+				head -c $sz $EXPORT/small | cmp -s - /tmp/direct || mismatch small $sz
+			else
+				reads_failed=$((reads_failed + 1))
+			fi
+		done
+	done
+	i=0
+	for p in $pids; do
+		i=$((i + 1))
+		if wait "$p"; then
+			mv /tmp/big.$i /tmp/big
+			[ "$(sha256sum </tmp/big | cut -d' ' -f1)" = "$want_big" ] || mismatch big 1048576
+			reads_ok=$((reads_ok + 1))
+		else
+			reads_failed=$((reads_failed + 1))
+		fi
+	done
+}
 MOUNT_OPTS=soft,timeo=50,retrans=2
 if timeout 120 sh -c ". /work/tests/vm/guest/lib.sh; MOUNT_OPTS=$MOUNT_OPTS mount_rdma 3 /mnt/m"; then
 	mount_ok=1
@@ -57,43 +94,19 @@ if timeout 120 sh -c ". /work/tests/vm/guest/lib.sh; MOUNT_OPTS=$MOUNT_OPTS moun
 	fi
 	end=$(($(date +%s) + seconds))
 	while [ "$(date +%s)" -lt $end ]; do
+		if [ "${rs_readers:-1}" -gt 1 ]; then
+			exhaust_round
+			continue
+		fi
 		for sz in 1000 2000 3000; do
 			if ! timeout 60 dd if=/mnt/m/small of=/tmp/direct bs=$sz count=1 iflag=direct status=none; then
-				if [ "${rs_readers:-1}" -gt 1 ]; then
-					reads_failed=$((reads_failed + 1))
-					continue
-				fi
 				io_ok=0
 				break 2
 			fi
-			reads_ok=$((reads_ok + 1))
 			head -c $sz $EXPORT/small | cmp -s - /tmp/direct || mismatch small $sz
 		done
 		# To a file first: a read that fails part way is an I/O error,
-		# not wrong data. rs_readers=N (scripts/dma-exhaust.sh): N at
-		# once, for a peak of mappings in flight.
-		if [ "${rs_readers:-1}" -gt 1 ]; then
-			pids=
-			for i in $(seq "$rs_readers"); do
-				timeout 60 dd if=/mnt/m/big of=/tmp/big.$i bs=256k iflag=direct status=none &
-				pids="$pids $!"
-			done
-			# Reads that fail are counted, not the end: mappings
-			# that the DMA layer refuses close the connection, and
-			# the soft mount reconnects.
-			i=0
-			for p in $pids; do
-				i=$((i + 1))
-				if wait "$p"; then
-					mv /tmp/big.$i /tmp/big
-					[ "$(sha256sum </tmp/big | cut -d' ' -f1)" = "$want_big" ] || mismatch big 1048576
-					reads_ok=$((reads_ok + 1))
-				else
-					reads_failed=$((reads_failed + 1))
-				fi
-			done
-			continue
-		fi
+		# not wrong data.
 		if ! timeout 60 dd if=/mnt/m/big of=/tmp/big bs=64k iflag=direct status=none; then
 			io_ok=0
 			break
