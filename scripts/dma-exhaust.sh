@@ -2,15 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # dma-exhaust.sh [FLAVOUR...]: mapping failures that the DMA layer itself
-# produces, aimed at the RDMA device (issue 43, item 3), for each FLAVOUR
-# (default: c and rust). One VM behind the emulated IOMMU (vm-run.sh -D,
-# DMA_IOMMU=1), soft-RoCE mapping through eth1's PCI function, which
-# nothing else uses, its DMA mask narrowed to DMA_EXHAUST_BITS bits
-# (scripts/build-rxe-dma-pci.sh; guest rs_dma_pci_bits): the addresses
-# left to the RDMA device's consumers (the server's Send path, Receives
-# and chunk I/O, the client's transport, the MAD layer) are few, and
-# tests/vm/guest/dma-mutant.sh with DMA_EXHAUST_READERS parallel 1 MiB
-# reads beside small mapped-page reads exhausts them. Each flavour must:
+# produces, aimed at the server's RDMA device (issue 43, item 3), for each
+# FLAVOUR (default: c and rust). A server VM behind the emulated IOMMU
+# (vm-pair.sh -D, DMA_IOMMU=1), its soft-RoCE mapping through eth1's PCI
+# function, which nothing else uses, with a DMA mask of DMA_EXHAUST_BITS
+# bits (scripts/build-rxe-dma-pci.sh; guest rs_dma_pci_bits): the
+# addresses left to the device's consumers (the Send path, Receives,
+# chunk I/O, the MAD layer) are few. A client VM (exhaust-client.sh)
+# exhausts them with DMA_EXHAUST_READERS parallel 1 MiB reads and small
+# mapped-page reads beside them; its own device is a plain one, so every
+# refused mapping is the server's. Each flavour must:
 #   - have the DMA layer refuse some of the server's own mappings
 #     (svcrdma_dma_map_err or svcrdma_dma_map_rw_err > 0): else the
 #     window was not exhausted and the run proves nothing;
@@ -33,42 +34,53 @@ value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
 
 bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma_rxe.ko with dma_pci does not build"
 for f in "${FLAVOURS[@]}"; do
-	say "dma exhaustion: $f flavour, soft-RoCE behind the IOMMU through a function of its own, DMA mask $BITS bits, $READERS parallel readers for $SECS s"
+	say "dma exhaustion: $f flavour, server VM behind the IOMMU, soft-RoCE through a function of its own with a DMA mask of $BITS bits; client VM with $READERS parallel readers for $SECS s"
+	# The rust flavour's coverage build under COVERAGE=1: its map-error
+	# paths run here for real.
+	cov=()
+	for a in $(cov_vm_args "$f"); do
+		case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
+	done
 	rc=0
-	# The rust flavour's coverage build under COVERAGE=1 (its map-error
-	# paths run here for real).
-	dir=$f
-	cov_wanted "$f" && dir=$f-cov
-	# shellcheck disable=SC2046 # cov_vm_args' words are options
-	run=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-run.sh" $(cov_vm_args "$f") -D -t 900 -n "dma-exhaust-$f" \
-		-e "rs_dma_pci_bits=$BITS" -e "rs_readers=$READERS" dma-mutant "$dir" "$SECS" -) || rc=$?
-	cov_note_run "$f" "$run"
-	if [ "$rc" = 124 ] || [ ! -f "$run/summary" ]; then
-		fail "dma exhaustion $f: the run did not finish (status $rc, $run/console.log)"
+	runs=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-pair.sh" -t 900 -D -s "rs_dma_pci_bits=$BITS" "${cov[@]}" \
+		exhaust-server exhaust-client "$f" "$SECS" "$READERS") || rc=$?
+	s=${runs%% *} c=${runs##* }
+	cov_note_run "$f" "$s"
+	w="dma exhaustion $f"
+	if [ ! -f "$s/summary" ] || [ ! -f "$c/summary" ]; then
+		fail "$w: the runs did not finish (status $rc; $s/console.log $c/console.log)"
 		continue
 	fi
-	w="dma exhaustion $f"
-	map_err=$(value "$run" server_dma_map_err) rw_err=$(value "$run" server_dma_map_rw_err)
-	ok=$(value "$run" reads_ok) failed=$(value "$run" reads_failed)
-	reports=$(grep -cE 'WARNING:|BUG:|DMA-API:|UBSAN:' "$run/console.log" || true)
-	echo "    $f: server mappings refused: Send path ${map_err:-?}, chunk I/O ${rw_err:-?};" \
-		"reads ${ok:-?} completed, ${failed:-?} failed; kernel reports $reports ($run)"
+	map_err=$(value "$s" server_dma_map_err) rw_err=$(value "$s" server_dma_map_rw_err)
+	ok=$(value "$c" reads_ok) failed=$(value "$c" reads_failed)
+	reports=$(cat "$s/console.log" "$c/console.log" | grep -cE 'WARNING:|BUG:|DMA-API:|UBSAN:' || true)
+	echo "    $f: server mappings refused by the DMA layer: Send path ${map_err:-?}, chunk I/O ${rw_err:-?};" \
+		"client reads ${ok:-?} completed, ${failed:-?} failed; kernel reports $reports (status $rc; $s $c)"
+	grep -E '^  +[a-z].* svcrdma_dma_map' "$s/guest.log" | head -n 2 | sed 's/^ */      /'
 	if [ "$((${map_err:-0} + ${rw_err:-0}))" -gt 0 ]; then
 		pass "$w: the DMA layer refused ${map_err:-0} Send-path and ${rw_err:-0} chunk I/O mappings of the server"
 	else
-		fail "$w: no mapping of the server was refused: the window of $BITS bits was not exhausted ($run)"
+		fail "$w: no mapping of the server was refused: $BITS bits of DMA mask were not exhausted ($s)"
 	fi
-	[ "$(value "$run" mount_ok)" = 1 ] && [ "${ok:-0}" -gt 0 ] &&
-		pass "$w: mounted, and $ok reads completed beside $failed that failed" ||
-		fail "$w: mount_ok=$(value "$run" mount_ok), ${ok:-0} reads completed ($run)"
-	[ "$(value "$run" data_ok)" = 1 ] && [ "$(value "$run" client_bad_replies)" = 0 ] &&
-		pass "$w: no wrong data, no malformed reply" ||
-		fail "$w: data_ok=$(value "$run" data_ok) client_bad_replies=$(value "$run" client_bad_replies) ($run)"
-	[ "$reports" = 0 ] && [ "$(value "$run" dma_api_errors)" = 0 ] &&
-		pass "$w: no kernel report, DMA-API debugging found no error" ||
-		fail "$w: $reports kernel reports, dma_api_errors=$(value "$run" dma_api_errors) ($run/console.log)"
-	[ "$(value "$run" unloaded)" = 1 ] && ! grep -q '^FAIL: ' "$run/guest.log" &&
-		pass "$w: every mapping released, rpcrdma unloaded" ||
-		fail "$w: unloaded=$(value "$run" unloaded); $(grep -m 2 '^FAIL: ' "$run/guest.log" | tr '\n' ' ')($run/guest.log)"
+	if [ "$(value "$c" mount_ok)" = 1 ] && [ "${ok:-0}" -gt 0 ]; then
+		pass "$w: mounted, and $ok reads completed beside $failed that failed"
+	else
+		fail "$w: mount_ok=$(value "$c" mount_ok), ${ok:-0} reads completed ($c)"
+	fi
+	if [ "$(value "$c" data_bad)" = 0 ] && [ "$(value "$c" client_bad_replies)" = 0 ]; then
+		pass "$w: no wrong data, no malformed reply"
+	else
+		fail "$w: $(value "$c" data_bad) reads with wrong data, $(value "$c" client_bad_replies) malformed replies ($c)"
+	fi
+	if [ "$reports" = 0 ] && [ "$(value "$s" dma_api_errors)" = 0 ]; then
+		pass "$w: no kernel report, DMA-API debugging found no error"
+	else
+		fail "$w: $reports kernel reports, dma_api_errors=$(value "$s" dma_api_errors) ($s/console.log $c/console.log)"
+	fi
+	if [ "$rc" = 0 ] && [ "$(value "$s" unloaded)" = 1 ] && [ "$(value "$s" failures)" = 0 ]; then
+		pass "$w: the leak counters drained, every mapping released, rpcrdma unloaded"
+	else
+		fail "$w: status $rc, unloaded=$(value "$s" unloaded); $(grep -m 2 '^FAIL: ' "$s/guest.log" | tr '\n' ' ')($s/guest.log)"
+	fi
 done
 [ "$FAILS" = 0 ]

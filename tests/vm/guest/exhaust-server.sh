@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# exhaust-server.sh FLAVOUR: the server VM of scripts/dma-exhaust.sh.
+# Serves NFS over soft-RoCE with our rpcrdma.ko in the DMA-mapped mode
+# behind the IOMMU, soft-RoCE mapping through eth1's PCI function whose DMA
+# mask leaves few I/O virtual addresses (rs_dma_pci_bits, lib.sh
+# setup_fabric): the client's load (exhaust-client.sh, over rsh.py) makes
+# the DMA layer refuse some of this server's mappings. Counts them; when
+# the client is done, nfsd stops, the leak counters must drain, rpcrdma
+# must unload and every mapping of the device must be gone.
+. /work/tests/vm/guest/lib.sh
+
+load_rpcrdma "$1" || exit 1
+setup_fabric || exit 1
+start_nfsd || exit 1
+head -c 1048576 /dev/urandom >$EXPORT/big
+head -c 3000 /dev/urandom >$EXPORT/small
+trace_start rpcrdma:svcrdma_dma_map_err rpcrdma:svcrdma_dma_map_rw_err rpcrdma:svcrdma_dma_map_page \
+	rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_err rpcrdma:svcrdma_wc_send_err
+log "server ready; the load comes from the client"
+python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
+trace_stop
+for e in dma_map_err dma_map_rw_err dma_map_page post_send send_err wc_send_err; do
+	result "server_$e" "$(trace_count svcrdma_$e)"
+done
+grep -m 3 -E ' svcrdma_(dma_map_err|dma_map_rw_err):' /sys/kernel/tracing/trace | sed 's/^ */  /'
+rpc.nfsd 0
+sleep 1
+expect_no_leaks "dma exhaustion"
+if unload_rpcrdma 30; then
+	result unloaded 1
+else
+	result unloaded 0
+	fail "dma exhaustion: rpcrdma still in use 30 s after nfsd stopped"
+fi
+dma_mode_check "dma exhaustion $1"
+result dma_api_errors "$(cat $DMA_API/error_count)"
+result failures $FAILS
+exit $FAILS
