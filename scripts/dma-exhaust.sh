@@ -24,8 +24,8 @@
 . "$(dirname "$0")/lib.sh"
 FLAVOURS=("$@")
 [ ${#FLAVOURS[@]} -gt 0 ] || FLAVOURS=(c rust)
-BITS=${DMA_EXHAUST_BITS:-23}
-READERS=${DMA_EXHAUST_READERS:-8}
+BITS=${DMA_EXHAUST_BITS:-22}
+READERS=${DMA_EXHAUST_READERS:-16}
 SECS=${DMA_EXHAUST_SECONDS:-30}
 FAILS=0
 pass() { echo "PASS: $*"; }
