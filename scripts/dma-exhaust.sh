@@ -42,7 +42,7 @@ for f in "${FLAVOURS[@]}"; do
 		case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
 	done
 	rc=0
-	runs=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-pair.sh" -t 900 -D -s "rs_dma_pci_bits=$BITS" "${cov[@]}" \
+	runs=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-pair.sh" -t 900 -D -s "rs_dma_pci_bits=$BITS" ${DMA_EXHAUST_TRACE:+-s rs_dma_trace=1} "${cov[@]}" \
 		exhaust-server exhaust-client "$f" "$SECS" "$READERS") || rc=$?
 	s=${runs%% *} c=${runs##* }
 	cov_note_run "$f" "$s"

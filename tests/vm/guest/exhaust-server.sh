@@ -16,11 +16,24 @@ setup_fabric || exit 1
 start_nfsd || exit 1
 head -c 1048576 /dev/urandom >$EXPORT/big
 head -c 3000 /dev/urandom >$EXPORT/small
+# rs_dma_trace=1 also records every DMA map, unmap and sync, and stops
+# the trace at the first WARNING, so that a DMA-API report can be traced
+# back to the calls that led to it (dma-trace.txt in the run's results).
+extra=
+[ "${rs_dma_trace:-0}" = 1 ] && extra="dma:dma_map_phys dma:dma_unmap_phys dma:dma_sync_single_for_device
+	rpcrdma:svcrdma_dma_unmap_page rpcrdma:svcrdma_send_pullup rpcrdma:svcrdma_wc_send rpcrdma:svcrdma_wc_send_flush
+	rpcrdma:svcrdma_sq_post_err rpcrdma:svcrdma_cc_release rpcrdma:svcrdma_post_write_chunk rpcrdma:svcrdma_post_reply_chunk"
+# shellcheck disable=SC2086 # one event per word
 trace_start rpcrdma:svcrdma_dma_map_err rpcrdma:svcrdma_dma_map_rw_err rpcrdma:svcrdma_dma_map_page \
-	rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_err rpcrdma:svcrdma_wc_send_err
+	rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_err rpcrdma:svcrdma_wc_send_err $extra
+if [ -n "$extra" ]; then
+	echo 65536 >/sys/kernel/tracing/buffer_size_kb
+	echo 1 >/proc/sys/kernel/traceoff_on_warning
+fi
 log "server ready; the load comes from the client"
 python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
 trace_stop
+[ -n "$extra" ] && cp /sys/kernel/tracing/trace /results/dma-trace.txt
 for e in dma_map_err dma_map_rw_err dma_map_page post_send send_err wc_send_err; do
 	result "server_$e" "$(trace_count svcrdma_$e)"
 done
