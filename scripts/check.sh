@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-kunit|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-kunit|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-kunit, debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
@@ -1107,6 +1107,6 @@ coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-kunit|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-kunit|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary

@@ -19,21 +19,23 @@ head -c 3000 /dev/urandom >$EXPORT/small
 # rs_dma_trace=1 also records every DMA map, unmap and sync, and stops
 # the trace at the first WARNING, so that a DMA-API report can be traced
 # back to the calls that led to it (dma-trace.txt in the run's results).
+# Its counts are then lower bounds: the trace stops at a WARNING, and a
+# full buffer overwrites its oldest events (dma_trace_overrun counts them).
 extra=
 [ "${rs_dma_trace:-0}" = 1 ] && extra="dma:dma_map_phys dma:dma_unmap_phys dma:dma_sync_single_for_device
 	rpcrdma:svcrdma_dma_unmap_page rpcrdma:svcrdma_send_pullup rpcrdma:svcrdma_wc_send rpcrdma:svcrdma_wc_send_flush
 	rpcrdma:svcrdma_sq_post_err rpcrdma:svcrdma_cc_release rpcrdma:svcrdma_post_write_chunk rpcrdma:svcrdma_post_reply_chunk"
 # shellcheck disable=SC2086 # one event per word
-trace_start rpcrdma:svcrdma_dma_map_err rpcrdma:svcrdma_dma_map_rw_err rpcrdma:svcrdma_dma_map_page \
-	rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_err rpcrdma:svcrdma_wc_send_err $extra
-if [ -n "$extra" ]; then
-	echo 65536 >/sys/kernel/tracing/buffer_size_kb
-	echo 1 >/proc/sys/kernel/traceoff_on_warning
-fi
+TRACE_BUFFER_KB=${extra:+65536} trace_start rpcrdma:svcrdma_dma_map_err rpcrdma:svcrdma_dma_map_rw_err \
+	rpcrdma:svcrdma_dma_map_page rpcrdma:svcrdma_post_send rpcrdma:svcrdma_send_err rpcrdma:svcrdma_wc_send_err $extra
+[ -z "$extra" ] || echo 1 >/proc/sys/kernel/traceoff_on_warning
 log "server ready; the load comes from the client"
 python3 /work/tests/vm/guest/rsh.py serve || fail "rsh server ended abnormally"
 trace_stop
-[ -n "$extra" ] && cp /sys/kernel/tracing/trace /results/dma-trace.txt
+if [ -n "$extra" ]; then
+	cp /sys/kernel/tracing/trace /results/dma-trace.txt
+	result dma_trace_overrun "$(cat /sys/kernel/tracing/per_cpu/cpu*/stats | awk '$1 == "overrun:" { n += $2 } END { print n + 0 }')"
+fi
 for e in dma_map_err dma_map_rw_err dma_map_page post_send send_err wc_send_err; do
 	result "server_$e" "$(trace_count svcrdma_$e)"
 done

@@ -205,9 +205,14 @@ setup_fabric() {
 		# function, left down, its DMA mask narrowed to N bits: behind
 		# the IOMMU the RDMA device's mappings alone get a small range
 		# of addresses. insmod reads no rdma_rxe.* of the command line.
-		if [ -n "${rs_dma_pci_bits:-}" ] && [ "$DMA_MAPPED" = 1 ]; then
+		if [ -n "${rs_dma_pci_bits:-}" ]; then
+			# Without the IOMMU a narrow mask refuses every mapping
+			# (swiotlb's pool is above it): nothing would be tested.
+			[ "$DMA_MAPPED" = 1 ] && [ "$DMA_IOMMU" = 1 ] ||
+				{ fail "rs_dma_pci_bits needs the DMA-mapped mode behind the IOMMU (vm-run.sh -D, DMA_IOMMU=1)"; return 1; }
 			pci=$(basename "$(dirname "$(readlink -f /sys/class/net/eth1/device)")")
 			ko=$MODULES/rxe-dma-pci/rdma_rxe.ko
+			[ -f "$ko" ] || { fail "no $ko (scripts/build-rxe-dma-pci.sh)"; return 1; }
 			# load_rpcrdma loaded the kernel's own; no device yet.
 			rmmod rdma_rxe 2>/dev/null || true
 			modprobe -a $(modinfo -F depends "$ko" | tr , ' ')
@@ -527,11 +532,12 @@ xprt_of() {
 stat_rdma() { head -n 1 "/proc/sys/sunrpc/svc_rdma/rdma_stat_$1"; }
 
 # Tracepoint counting: trace_start EVENT...; trace_count EVENT after.
+# TRACE_BUFFER_KB: the buffer per CPU (8 MiB unless set).
 trace_start() {
 	t=/sys/kernel/tracing
 	echo 0 >$t/tracing_on
 	echo >$t/trace
-	echo 8192 >$t/buffer_size_kb
+	echo "${TRACE_BUFFER_KB:-8192}" >$t/buffer_size_kb
 	# No command names: recording them hooks sched_switch, and enabling
 	# or removing the events (rpcrdma's go with its unload) then patches
 	# __schedule's tracepoint while every CPU runs it. Once, under TCG, a
