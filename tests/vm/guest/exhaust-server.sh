@@ -8,12 +8,20 @@
 # setup_fabric): the client's load (exhaust-client.sh, over rsh.py) makes
 # the DMA layer refuse some of this server's mappings. Counts them; when
 # the client is done, nfsd stops, the leak counters must drain, rpcrdma
-# must unload and every mapping of the device must be gone.
+# must unload, every mapping of the device must be gone, and the IOMMU
+# must map as many pages of the window as before the load.
 . /work/tests/vm/guest/lib.sh
 
 load_rpcrdma "$1" || exit 1
 setup_fabric || exit 1
 start_nfsd || exit 1
+# The pages of the narrowed window that the IOMMU maps, counted in its
+# page table by the test rdma_rxe: what DMA-API debugging does not track
+# (rdma_rw's chunks linked with dma_iova_link()) is counted too. The MAD
+# layer's buffers are mapped now and stay; after rpcrdma's unload the
+# count must be this one again.
+iova_pages() { cat /sys/module/rdma_rxe/parameters/iova_mapped_pages 2>/dev/null || echo -1; }
+iova_start=$(iova_pages)
 head -c 1048576 /dev/urandom >$EXPORT/big
 head -c 3000 /dev/urandom >$EXPORT/small
 # rs_dma_trace=1 also records every DMA map, unmap and sync, and stops
@@ -49,6 +57,11 @@ else
 	result unloaded 0
 	fail "dma exhaustion: rpcrdma still in use 30 s after nfsd stopped"
 fi
+iova_end=$(iova_pages)
+result iova_mapped_pages_start "$iova_start"
+result iova_mapped_pages_end "$iova_end"
+[ "$iova_start" -ge 0 ] && [ "$iova_end" = "$iova_start" ] ||
+	fail "dma exhaustion: the IOMMU maps $iova_end pages of the window after rpcrdma's unload, $iova_start before the load"
 dma_mode_check "dma exhaustion $1"
 result dma_api_errors "$(cat $DMA_API/error_count)"
 result failures $FAILS
