@@ -144,6 +144,8 @@ do_host() {
 	relay_script "" bash "$TOP/tests/host/test_dma_modes.sh" || true
 	# When a conformance phase's Send errors are the client's closing.
 	relay_script "" bash "$TOP/tests/host/test_conformance_checks.sh" || true
+	# dma-exhaust's verdict, on pairs of runs that break each of its checks.
+	relay_script "" bash "$TOP/tests/host/test_dma_exhaust.sh" || true
 	# The conformance suite's wire checker, tested on rows that break each rule.
 	local t
 	for t in "$TOP"/tests/host/py/test_*.py; do

@@ -37,24 +37,14 @@ pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 value() { sed -n "s/^$2=//p" "$1/summary" 2>/dev/null | tail -n 1; }
 
-bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma_rxe.ko with dma_pci does not build"
-for f in "${FLAVOURS[@]}"; do
-	say "dma exhaustion: $f flavour, server VM behind the IOMMU, soft-RoCE through a function of its own with a DMA mask of $BITS bits; client VM with $READERS parallel readers for $SECS s"
-	# The rust flavour's coverage build under COVERAGE=1: its map-error
-	# paths run here for real.
-	cov=()
-	for a in $(cov_vm_args "$f"); do
-		case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
-	done
-	rc=0
-	runs=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-pair.sh" -t 900 -D -s "rs_dma_pci_bits=$BITS" $([ "${DMA_EXHAUST_TRACE:-0}" = 1 ] && echo "-s rs_dma_trace=1") "${cov[@]}" \
-		exhaust-server exhaust-client "$f" "$SECS" "$READERS") || rc=$?
-	s=${runs%% *} c=${runs##* }
-	cov_note_run "$f" "$s"
-	w="dma exhaustion $f"
+# judge FLAVOUR SERVER_RUN CLIENT_RUN STATUS: the checks of one flavour's
+# pair of runs, from their summaries and logs (tests/host/test_dma_exhaust.sh
+# runs them on fixtures).
+judge() {
+	local f=$1 s=$2 c=$3 rc=$4 w="dma exhaustion $1" map_err rw_err ok failed big small reports
 	if [ ! -f "$s/summary" ] || [ ! -f "$c/summary" ]; then
 		fail "$w: the runs did not finish (status $rc; $s/console.log $c/console.log)"
-		continue
+		return
 	fi
 	map_err=$(value "$s" server_dma_map_err) rw_err=$(value "$s" server_dma_map_rw_err)
 	ok=$(value "$c" reads_ok) failed=$(value "$c" reads_failed)
@@ -88,5 +78,22 @@ for f in "${FLAVOURS[@]}"; do
 	else
 		fail "$w: status $rc, unloaded=$(value "$s" unloaded); $(grep -m 2 '^FAIL: ' "$s/guest.log" | tr '\n' ' ')($s/guest.log)"
 	fi
+}
+
+bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma_rxe.ko with dma_pci does not build"
+for f in "${FLAVOURS[@]}"; do
+	say "dma exhaustion: $f flavour, server VM behind the IOMMU, soft-RoCE through a function of its own with a DMA mask of $BITS bits; client VM with $READERS parallel readers for $SECS s"
+	# The rust flavour's coverage build under COVERAGE=1: its map-error
+	# paths run here for real.
+	cov=()
+	for a in $(cov_vm_args "$f"); do
+		case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
+	done
+	rc=0
+	runs=$(DMA_IOMMU=1 bash "$TOP/scripts/vm-pair.sh" -t 900 -D -s "rs_dma_pci_bits=$BITS" $([ "${DMA_EXHAUST_TRACE:-0}" = 1 ] && echo "-s rs_dma_trace=1") "${cov[@]}" \
+		exhaust-server exhaust-client "$f" "$SECS" "$READERS") || rc=$?
+	s=${runs%% *} c=${runs##* }
+	cov_note_run "$f" "$s"
+	judge "$f" "$s" "$c" "$rc"
 done
 [ "$FAILS" = 0 ]
