@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-kunit|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
+# check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|failslab-c|stress|faults|failfunc|dma-mutations|read-sink|storm|bench-smoke|profile-smoke|debian|debug|debug-kunit|debug-storm|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-PHASE|coverage]:
 # the test suite behind `make check` (all), `make check-debug` (debug;
 # debug-kunit, debug-storm [CYCLES], debug-failslab, debug-faults and
 # debug-teardown-strand run one of its phases alone) and `make check-iommu`
@@ -573,6 +573,20 @@ do_dma_exhaust() {
 	relay_script "" bash "$TOP/scripts/dma-exhaust.sh" c rust
 }
 
+# The C original through failslab as the rust flavour goes through it in
+# do_failfunc: slab failures confined to the text of svc_rdma_sendto.o
+# (tests/vm/guest/failslab.sh c), under the same verifying load, so that
+# the two flavours' allocation-failure paths are compared on one workload.
+do_failslab_c() {
+	local run rc=0
+	# shellcheck disable=SC2046 # cov_vm_args' words are options
+	run=$(bash "$TOP/scripts/vm-run.sh" $(cov_vm_args c trace) -D -t 900 -n failslab-c failslab 50 c) || rc=$?
+	cov_note_run c "$run"
+	relay_guest "failslab c" "$run"
+	[ -f "$run/summary" ] && grep -E '^failslab_' "$run/summary" | tr '\n' ' ' | sed 's/^/    /; s/$/\n/'
+	[ "$rc" = 0 ] || bad "failslab c VM run (status $rc, logs in $run)"
+}
+
 # Send Queue exhaustion (4 credits, 32 threads, deep queues) and unload
 # safety (refused while mounted; load/unload cycles without leaks), rust.
 do_stress() {
@@ -915,6 +929,7 @@ main_lane() {
 	phase hostile do_hostile || true
 	phase hostile-iommu do_hostile_iommu || true
 	phase dma-exhaust do_dma_exhaust || true
+	phase failslab-c do_failslab_c || true
 	pool_lane
 }
 side_lane() {
@@ -1092,6 +1107,7 @@ install) phase setup do_setup && phase build do_build && phase install do_instal
 hostile) phase setup do_setup && phase build do_build && phase hostile do_hostile || true ;;
 hostile-iommu) phase setup do_setup && phase build do_build && phase hostile-iommu do_hostile_iommu || true ;;
 dma-exhaust) phase setup do_setup && phase build do_build && phase dma-exhaust do_dma_exhaust || true ;;
+failslab-c) phase setup do_setup && phase build do_build && phase failslab-c do_failslab_c || true ;;
 stress) phase setup do_setup && phase build do_build && phase stress do_stress || true ;;
 bench-smoke) phase setup do_setup && phase build do_build && phase bench-smoke do_bench_smoke || true ;;
 profile-smoke) phase setup do_setup && phase build do_build && phase profile-smoke do_profile_smoke || true ;;
@@ -1109,6 +1125,6 @@ coverage) phase coverage do_coverage || true ;;
 dma-mutations) phase setup do_setup && phase build do_build && phase dma-mutations do_dma_mutations "${@:2}" || true ;;
 read-sink) phase setup do_setup && phase build do_build && phase read-sink do_read_sink || true ;;
 debian) phase setup do_setup && phase debian do_debian "${2:-3}" || true ;;
-*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-kunit|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
+*) die "usage: check.sh [all|host|build|kunit|intree|e2e|conformance|install|hostile|hostile-iommu|dma-exhaust|failslab-c|stress|faults|failfunc|coverage|dma-mutations [MUTATION...]|read-sink|storm [CYCLES]|teardown-strand [REPEATS]|bench-smoke|profile-smoke|debian [REPS]|debug|debug-kunit|debug-storm [CYCLES]|debug-failslab|debug-faults|debug-teardown-strand|iommu|iommu-teardown|iommu-conformance|iommu-hostile|iommu-faults|iommu-failfunc|iommu-dma-mutations [MUTATION...]]" ;;
 esac
 summary

@@ -1,28 +1,35 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# failslab.sh FAULTS: slab allocation failures inside the Rust Send path
-# (CONFIG_FAILSLAB with the stack-trace filter, on the test and debug
-# kernels). The filter's address range is exactly the text of the Rust
-# object and its C shim, so only allocations made from them fail (send ctxts, and the R/W contexts and
-# scatterlists svc_rdma_rw.c allocates for our Write and Reply chunks),
-# under a verifying fio load. FAULTS failures must be injected; each closes
+# failslab.sh FAULTS [FLAVOUR]: slab allocation failures inside the Send
+# path (CONFIG_FAILSLAB with the stack-trace filter, on the test and debug
+# kernels), of FLAVOUR (rust unless given). The filter's address range is
+# exactly the text of the Send path: for rust the Rust object and its C
+# shim, for c the object of svc_rdma_sendto.c. Only allocations made from
+# it fail (send ctxts, and the R/W contexts and scatterlists
+# svc_rdma_rw.c allocates for the Write and Reply chunks), under a
+# verifying fio load. FAULTS failures must be injected; each closes
 # the connection, the client reconnects, fio verifies, nothing leaks.
 . /work/tests/vm/guest/lib.sh
 
-faults=$1
+faults=$1 flavour=${2:-rust}
 F=/sys/kernel/debug/failslab
 [ -w $F/require-start ] || { fail "failslab: this kernel has no failslab stack filter (make check-debug)"; exit 1; }
-load_rpcrdma rust || exit 1
+load_rpcrdma "$flavour" || exit 1
 setup_fabric
 start_nfsd
 
-# The address range of the Send path's text, the Rust object and the C
-# shim: contiguous in the module's text (the crate's hot functions, the
-# shim's, then the crate's cold ones, which the linker places after them).
-# Checked, not assumed.
-build=$MODULES/${rs_module_dir:-rust}
-cat $build/rust-text-symbols.txt $build/shim-symbols.txt >/tmp/sendpath-syms
+# The address range of the Send path's text: for rust the Rust object and
+# the C shim, contiguous in the module's text (the crate's hot functions,
+# the shim's, then the crate's cold ones, which the linker places after
+# them); for c the functions of svc_rdma_sendto.o (scripts/build-module.sh
+# lists each flavour's). Checked, not assumed.
+build=$MODULES/${rs_module_dir:-$flavour}
+if [ "$flavour" = rust ]; then
+	cat $build/rust-text-symbols.txt $build/shim-symbols.txt >/tmp/sendpath-syms
+else
+	cat $build/sendpath-symbols.txt >/tmp/sendpath-syms
+fi
 syms=/tmp/sendpath-syms
 awk '$4 == "[rpcrdma]" && ($2 == "t" || $2 == "T") { print $1, $3 }' /proc/kallsyms |
 	sort >/tmp/modsyms
