@@ -58,7 +58,12 @@ log "failslab: Send path text $1..$2 ($3 functions)"
 mount_rdma 3 /mnt/fs || { fail "NFSv3 mount"; exit 1; }
 start_verifying_load /mnt/fs failslab
 sleep 3
-trace_start rpcrdma:svcrdma_send_err
+# The error events of both ends too: which one turned a fault into an
+# error the application saw, if one did.
+trace_start rpcrdma:svcrdma_send_err rpcrdma:svcrdma_err_chunk rpcrdma:svcrdma_err_vers \
+	rpcrdma:xprtrdma_err_chunk rpcrdma:xprtrdma_err_vers rpcrdma:xprtrdma_err_unrecognized \
+	rpcrdma:xprtrdma_reply_vers_err rpcrdma:xprtrdma_reply_rqst_err rpcrdma:xprtrdma_reply_short_err \
+	rpcrdma:xprtrdma_reply_hdr_err nfs:nfs_pgio_error
 c0=$(client_connects)
 t0=$(date +%s)
 # Quiet (a report per fault would read as a kernel problem), sleeping
@@ -98,6 +103,7 @@ if stop_verifying_fio $FIO_PID failslab_fio_KiB; then
 	pass "failslab: fio verified its data through every failure ($FIO_KIB KiB)"
 else
 	fail "failslab: fio stopped (verify or I/O error)"
+	grep -v ' svcrdma_send_err:' /sys/kernel/tracing/trace | grep -v '^#' | head -n 20
 fi
 umount /mnt/fs
 rpc.nfsd 0
