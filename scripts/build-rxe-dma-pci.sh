@@ -11,7 +11,5 @@
 # cache and patched there, never into this repository. Prints the
 # module's path.
 
-. "$(dirname "$0")/lib.sh"
-
-build_test_module rxe-dma-pci rxe rdma_rxe CONFIG_RDMA_RXE "$TOP/scripts/test-modules/rxe-dma-pci.patch" \
+exec bash "$(dirname "$0")/build-test-module.sh" rxe-dma-pci rxe rdma_rxe CONFIG_RDMA_RXE "$(dirname "$0")/test-modules/rxe-dma-pci.patch" \
 	"rdma_rxe.ko (dma_pci)"

@@ -10,7 +10,5 @@
 # set. Its sources are copied from the kernel tree into the cache and
 # patched there, never into this repository. Prints the module's path.
 
-. "$(dirname "$0")/lib.sh"
-
-build_test_module siw-strand siw siw CONFIG_RDMA_SIW "$TOP/scripts/test-modules/siw-strand-sends.patch" \
+exec bash "$(dirname "$0")/build-test-module.sh" siw-strand siw siw CONFIG_RDMA_SIW "$(dirname "$0")/test-modules/siw-strand-sends.patch" \
 	"siw.ko (strand_sends)"

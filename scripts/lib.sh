@@ -299,43 +299,6 @@ config_key()  { { config_fragments | xargs cat; patch_diffs $(kernel_patches); }
 # what its own config changes.
 kernel_build() { echo "$(kernel_build_src)/build-$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
 
-# build_test_module NAME DRIVER MODULE CONFIG PATCH WHAT: a test-only
-# module, the test kernel's drivers/infiniband/sw/DRIVER with PATCH, built
-# out of tree (CONFIG=m) in the cache and keyed by everything it is made of
-# (this function, PATCH, the driver's sources, the kernel it is built
-# against); copied to build/NAME/MODULE.ko (build-debug/ for
-# KERNEL_VARIANT=debug). The kernel stays as it is and the sources are
-# patched in the cache, never in this repository. WHAT names it in the
-# progress line. Prints the module's path.
-build_test_module() {
-	local name=$1 driver=$2 ko=$3.ko config=$4 patch=$5 what=$6 kdir src key stage out tc
-	kdir=$(kernel_build)
-	[ -f "$kdir/Module.symvers" ] || die "no built test kernel at $kdir: run scripts/build-kernel.sh"
-	src=$(kernel_build_src)/drivers/infiniband/sw/$driver
-	[ -f "$src/Makefile" ] || die "no $driver sources at $src"
-	key=$( { echo "$kdir $name $config"; declare -f build_test_module; cat "$patch" "$src"/*.[ch] "$src/Makefile" \
-		"$kdir/Module.symvers" "$kdir/include/config/kernel.release" "$kdir/.config"; } | sha256sum | cut -c1-12)
-	stage=$CACHE/modbuild/$name-$key
-	out=$TOP/$MODULE_OUT/$name
-	if [ ! -f "$stage/$ko" ]; then
-		rm -rf "$stage"
-		mkdir -p "$stage/drivers/infiniband/sw"
-		# Copies, not links: the patch changes them.
-		cp -r "$src" "$stage/drivers/infiniband/sw/$driver"
-		patch -s -d "$stage" -p1 <"$patch" || die "$name: $patch does not apply to $src"
-		tc=$(bash "$TOP/scripts/kernel-toolchain.sh" "$kdir") || exit 1
-		eval "$tc"
-		say "$what: building against $kdir" >&2
-		run_logged "$name" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$kdir" \
-			M="$stage/drivers/infiniband/sw/$driver" "${TOOLCHAIN_MAKEVARS[@]}" -j"$(nproc)" \
-			"$config=m" modules >&2
-		cp "$stage/drivers/infiniband/sw/$driver/$ko" "$stage/$ko"
-	fi
-	mkdir -p "$out"
-	cp "$stage/$ko" "$out/$ko"
-	echo "$out/$ko"
-}
-
 # check_qemu_plugin_api WHAT: dies unless this QEMU is 7.2 (plugin interface
 # version 1, tests/profile/qemu_plugin_v1.h) and exports every function the
 # header declares; WHAT names the plugin in the message.
