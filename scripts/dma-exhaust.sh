@@ -9,8 +9,8 @@
 # bits (scripts/build-rxe-dma-pci.sh; guest rs_dma_pci_bits): the
 # addresses left to the device's consumers (the Send path, Receives,
 # chunk I/O, the MAD layer) are few. A client VM (exhaust-client.sh)
-# exhausts them with DMA_EXHAUST_READERS parallel 1 MiB reads and small
-# mapped-page reads beside them; its own device is a plain one, so every
+# exhausts them with DMA_EXHAUST_READERS parallel reads of a 1 MiB file
+# (256 KiB each, Write chunks) and small inline reads beside them; its own device is a plain one, so every
 # refused mapping is the server's. Each flavour must:
 #   - have the DMA layer refuse some of the server's own mappings
 #     (svcrdma_dma_map_err or svcrdma_dma_map_rw_err > 0): else the
@@ -83,8 +83,8 @@ judge() {
 bash "$TOP/scripts/build-rxe-dma-pci.sh" >/dev/null || die "dma exhaustion: rdma_rxe.ko with dma_pci does not build"
 for f in "${FLAVOURS[@]}"; do
 	say "dma exhaustion: $f flavour, server VM behind the IOMMU, soft-RoCE through a function of its own with a DMA mask of $BITS bits; client VM with $READERS parallel readers for $SECS s"
-	# The rust flavour's coverage build under COVERAGE=1: its map-error
-	# paths run here for real.
+	# The flavour's coverage build under COVERAGE=1 (COV_FLAVOURS): its
+	# map-error paths run here for real.
 	cov=()
 	for a in $(cov_vm_args "$f"); do
 		case $a in -P|-e) cov+=("${a/-e/-s}") ;; *) cov+=("$a") ;; esac
