@@ -25,7 +25,7 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 cd "$TOP"
 
 if rustfmt --edition 2021 --config-path "$KSRC/.rustfmt.toml" --check \
-	src/*.rs src/proto/*.rs src/abstractions/*.rs >"$LOGS/rustfmt.log" 2>&1; then
+	src/*.rs src/proto/*.rs src/abstractions/*.rs src/rust/kernel/*.rs src/rust/kernel/*/*.rs >"$LOGS/rustfmt.log" 2>&1; then
 	pass "rustfmt --check (kernel .rustfmt.toml)"
 else
 	head -n 20 "$LOGS/rustfmt.log"

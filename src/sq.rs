@@ -16,9 +16,10 @@
 //! the transport is destroyed (see [`post_send`]).
 
 use crate::abstractions::events;
-use crate::abstractions::send_ctxt::{Ctxt, PostFailure, Poster, SendCompletion, SendWc, SentCtxt};
+use crate::abstractions::send_ctxt::{Ctxt, PostFailure, Poster, SendCompletion, SentCtxt};
 use crate::abstractions::xprt::{count_sq_starved, Rdma};
 use crate::ctxt;
+use crate::rdma::cq::WorkCompletion;
 use crate::sys;
 use kernel::error::{code::ENOTCONN, Error};
 use kernel::sync::atomic::{Full, Relaxed};
@@ -241,11 +242,11 @@ pub(crate) struct WcSend;
 
 impl SendCompletion for WcSend {
     #[inline]
-    fn complete<'a>(rdma: &'a Rdma, wc: &'a SendWc, sent: SentCtxt<'a>) {
+    fn complete<'a>(rdma: &'a Rdma, wc: &'a WorkCompletion, sent: SentCtxt<'a>) {
         let ctxt = sent.ctxt();
         wake_send_waiters(rdma, ctxt.sqecount());
 
-        if wc.status() == sys::ib_wc_status_IB_WC_SUCCESS {
+        if wc.is_success() {
             events::wc_send(ctxt.cid());
             sent.put();
             return;
@@ -259,9 +260,9 @@ impl SendCompletion for WcSend {
 /// transport is the CQ's context, not reached through the ctxt). Cold, so
 /// that the success path tests the status once.
 #[cold]
-fn send_failed(rdma: &Rdma, wc: &SendWc, sent: SentCtxt<'_>) {
+fn send_failed(rdma: &Rdma, wc: &WorkCompletion, sent: SentCtxt<'_>) {
     let ctxt = sent.ctxt();
-    if wc.status() != sys::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+    if !wc.is_flushed() {
         events::wc_send_err(wc, ctxt.cid());
     } else {
         events::wc_send_flush(wc, ctxt.cid());

@@ -35,6 +35,14 @@
 //!   over those types;
 //! - `proto`: safe, kernel-independent code (RPC-over-RDMA encoding and
 //!   Send planning) that the host tests compile too.
+//!
+//! Generic abstractions, with no svcrdma knowledge, live under
+//! `src/rust/kernel/` laid out as they would sit in a kernel tree
+//! (`rust/kernel/rdma/cq.rs` is `kernel::rdma::cq`), and are written
+//! against the kernel crate's own paths (`crate::bindings`,
+//! `crate::types`, ...). The kernel crate does not have them, so this crate
+//! compiles the same files into itself, as [`rdma`], and provides those
+//! paths below (`Documentation/intree.rst`).
 
 mod abstractions;
 mod ctxt;
@@ -56,6 +64,25 @@ mod sq;
 mod sq_kunit;
 mod stats;
 mod sys;
+
+// The generic abstractions of `src/rust/kernel/`, compiled into this
+// crate. Their items are the kernel crate's public API there, so a part
+// this driver does not use is not dead code, and `pub` is what it is.
+#[path = "rust/kernel"]
+#[allow(dead_code, unreachable_pub)]
+mod kernel_abstractions {
+    pub(crate) mod rdma;
+}
+use kernel_abstractions::rdma;
+
+// The kernel crate's paths, as the files of `src/rust/kernel/` name them
+// (`crate::bindings` there is the kernel's `bindings`, which here are the
+// kernel crate's plus this crate's generated ones). Which of them the
+// compiled code uses depends on the build: KUnit suites and macros that
+// this driver does not expand use more.
+#[allow(unused_imports)]
+use kernel::{container_of, prelude, types};
+use sys as bindings;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,
 /// which this crate does not use: the C side of rpcrdma owns module init).

@@ -6,10 +6,11 @@
 //! (`trace.rs`).
 
 use super::rqst::Rqst;
-use super::send_ctxt::{Ctxt, CtxtTracer, SendWc};
+use super::send_ctxt::{Ctxt, CtxtTracer};
 use super::trace;
 use super::xprt::Rdma;
 use crate::proto::Segment;
+use crate::rdma::cq::WorkCompletion;
 use crate::sys;
 
 /// `svcrdma_sq_full`: a Send waits for SQ entries.
@@ -38,15 +39,15 @@ pub(crate) fn wc_send(cid: &sys::rpc_rdma_cid) {
 }
 
 /// `svcrdma_wc_send_flush`: a Send was flushed (the QP is in error).
-pub(crate) fn wc_send_flush(wc: &SendWc, cid: &sys::rpc_rdma_cid) {
+pub(crate) fn wc_send_flush(wc: &WorkCompletion, cid: &sys::rpc_rdma_cid) {
     // SAFETY: the event reads the borrowed completion and cid during the call.
-    unsafe { trace::wc_send_flush(wc.as_ptr(), cid) }
+    unsafe { trace::wc_send_flush(wc.as_raw(), cid) }
 }
 
 /// `svcrdma_wc_send_err`: a Send failed.
-pub(crate) fn wc_send_err(wc: &SendWc, cid: &sys::rpc_rdma_cid) {
+pub(crate) fn wc_send_err(wc: &WorkCompletion, cid: &sys::rpc_rdma_cid) {
     // SAFETY: the event reads the borrowed completion and cid during the call.
-    unsafe { trace::wc_send_err(wc.as_ptr(), cid) }
+    unsafe { trace::wc_send_err(wc.as_raw(), cid) }
 }
 
 /// `svcrdma_post_send`: a WR chain is about to be posted.

@@ -5,8 +5,8 @@
 //! [`Ctxt`]: an owned `struct svc_rdma_send_ctxt`, with its SGE list,
 //! transport header buffer, reply pages and WR chain; [`CtxtList`] and
 //! [`CtxtChain`]: the lock-free lists it moves between; [`Ledger`]: the
-//! record of where it is, kept in front of the C struct; [`SendWc`]: the
-//! work completion that hands a posted ctxt back; [`census`]: what the
+//! record of where it is, kept in front of the C struct; [`SendDone`]: the
+//! completion handler that hands a posted ctxt back; [`census`]: what the
 //! ctxts hold, for the leak counters.
 //!
 //! The C struct is shared with `svc_rdma_rw.c` and
@@ -22,6 +22,7 @@ use super::recv_ctxt::{Pcl, RecvCtxt};
 use super::rqst::Rqst;
 use super::xdr_buf::XdrBuf;
 use super::xprt::{Drained, Rdma, SendQueueGone};
+use crate::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
 use crate::sys;
 use core::alloc::Layout;
 use core::marker::PhantomData;
@@ -42,14 +43,14 @@ mod list;
 mod post;
 
 use ledger::*;
-use post::send_done;
+use post::{SendCqeOwner, SendDone};
 
 pub(crate) use ledger::{
     abandon_unreturned, census, queue_unreturned, release_unreturned_chunk_io, CtxtState,
     HeldAtTeardown,
 };
 pub(crate) use list::{CtxtChain, CtxtList};
-pub(crate) use post::{PartlyPosted, PostFailure, Poster, SendCompletion, SendWc, SentCtxt};
+pub(crate) use post::{PartlyPosted, PostFailure, Poster, SendCompletion, SentCtxt};
 
 /// The allocation of a ctxt with `nsges` SGEs: its [`Ledger`], the C
 /// struct, its SGE array.
@@ -841,11 +842,14 @@ impl<'r> Ctxt<'r> {
         }
         let hdr: *const sys::ib_sge = self.header_sge();
         let c = self.as_ptr();
+        // SAFETY: the ctxt is ours until posted, and `sc_cqe` is carried
+        // only by its Send WR (set at allocation), which is posted below,
+        // by this function alone, and completes once: what
+        // `SendDone::done` requires of the ctxt it is given. The ctxt is
+        // freed only after its completions have run (`Rdma` invariant).
+        unsafe { cq::set_done::<SendDone<H>>(self.0.cast::<SendCqeOwner>()) };
         // SAFETY: exclusively ours until posted.
-        let first_wr = unsafe {
-            (*c).sc_cqe.done = Some(send_done::<H>);
-            (*c).sc_wr_chain.cast_const()
-        };
+        let first_wr = unsafe { (*c).sc_wr_chain.cast_const() };
         self.set_state(CtxtState::Posted);
         let ctxt = ManuallyDrop::new(self);
         let mut bad_wr: *const sys::ib_send_wr = first_wr;

@@ -4,8 +4,9 @@
 
 //! Posting a ctxt's WR chain and its completion: [`Poster`], the fixed
 //! set of ways to post; [`PostFailure`] and [`PartlyPosted`], what a failed
-//! post hands back; [`SendCompletion`], [`SentCtxt`] and [`SendWc`], what
-//! the Send completion handler is given.
+//! post hands back; [`SendCompletion`] and [`SentCtxt`], what the Send
+//! completion handler is given, through the generic `ib_cqe` dispatch of
+//! [`cq`].
 
 use super::*;
 
@@ -18,7 +19,7 @@ pub(crate) trait SendCompletion {
     /// its teardown waits for its completions (`ib_drain_qp`, or
     /// [`Drained::destroy_qp_and_quiesce_send_cq`]), not for anything a
     /// handler could keep past the call.
-    fn complete<'a>(rdma: &'a Rdma, wc: &'a SendWc, ctxt: SentCtxt<'a>);
+    fn complete<'a>(rdma: &'a Rdma, wc: &'a WorkCompletion, ctxt: SentCtxt<'a>);
 }
 
 /// A ctxt whose Send completed, handed to its [`SendCompletion`] for the
@@ -45,30 +46,74 @@ impl<'a> SentCtxt<'a> {
     }
 }
 
-/// The `ib_cqe.done` of a posted ctxt: hands its completion, and the ctxt,
-/// to `H`.
+/// The C send ctxt as the object its Send WR's `ib_cqe` (`sc_cqe`) is
+/// embedded in, for [`cq::set_done`]. A type of this crate, because a
+/// trait of the kernel crate cannot be implemented for a `bindings` type
+/// outside it.
+#[repr(transparent)]
+pub(super) struct SendCqeOwner(Opaque<sys::svc_rdma_send_ctxt>);
+
+// SAFETY: `raw_get_cqe` returns the address of `sc_cqe` inside the ctxt the
+// object is, and `from_cqe` is its inverse (`container_of!` on the same
+// field of the same, transparently wrapped, struct).
+unsafe impl HasCqe for SendCqeOwner {
+    #[inline]
+    unsafe fn raw_get_cqe(ptr: *mut Self) -> *mut sys::ib_cqe {
+        // SAFETY: `ptr` points to a ctxt (`# Safety`), so `sc_cqe` is in
+        // bounds.
+        unsafe { addr_of_mut!((*ptr.cast::<sys::svc_rdma_send_ctxt>()).sc_cqe) }
+    }
+
+    #[inline]
+    unsafe fn from_cqe(cqe: *mut sys::ib_cqe) -> NonNull<Self> {
+        // SAFETY: `cqe` is the `sc_cqe` of a live ctxt (`# Safety`), so the
+        // container is in bounds and not null.
+        unsafe {
+            NonNull::new_unchecked(kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe))
+                .cast()
+        }
+    }
+}
+
+/// The completion handler [`Ctxt::post`] sets on a ctxt: hands the
+/// completion of its Send, and the ctxt, to `H`.
+pub(super) struct SendDone<H>(PhantomData<H>);
+
+impl<H: SendCompletion> CompletionHandler for SendDone<H> {
+    type Item = SendCqeOwner;
+
+    /// # Safety
+    ///
+    /// `item` is a ctxt that [`Ctxt::post`] posted (the only preparer of
+    /// this handler, on the ctxt's Send, the last WR of its chain and the
+    /// only one that carries `sc_cqe`), and `wc` is its Send's completion,
+    /// handled once.
+    #[inline]
+    unsafe fn done(wc: &WorkCompletion, item: NonNull<SendCqeOwner>) {
+        // SAFETY: the completion of a Send that `Ctxt::post` posted,
+        // delivered once (`# Safety`): the ctxt is the handler's now. Its
+        // transport, `sc_rdma` (also the CQ's context), is live for this
+        // call: its teardown waits for its completions to have run
+        // (`ib_drain_qp`, or `Drained::destroy_qp_and_quiesce_send_cq`).
+        let ctxt = unsafe { completed_ctxt(wc, item) };
+        // Borrowed for the call only, as the ctxt, which the handler gives
+        // away.
+        let rdma = ctxt.rdma();
+        H::complete(rdma, wc, SentCtxt(ctxt));
+    }
+}
+
+/// The ctxt `item`, owned for the handler's call, which borrows `_wc`.
 ///
 /// # Safety
 ///
-/// Called by the RDMA core with a polled Send work completion whose
-/// `wr_cqe` is the `sc_cqe` of a ctxt [`Ctxt::post`] posted, once.
-pub(super) unsafe extern "C" fn send_done<H: SendCompletion>(
-    _cq: *mut sys::ib_cq,
-    wc: *mut sys::ib_wc,
-) {
-    // SAFETY: a completion the RDMA core passes to this handler, valid for
-    // the call (`# Safety`).
-    let wc = unsafe { SendWc::from_raw(wc) };
-    // SAFETY: the completion of a Send that `Ctxt::post` posted, delivered
-    // once (`# Safety`): the ctxt is the handler's now. Its transport,
-    // `sc_rdma` (also the CQ's context; the ib_cq stays opaque here), is
-    // live for this call: its teardown waits for its completions to have
-    // run (`ib_drain_qp`, or `Drained::destroy_qp_and_quiesce_send_cq`).
-    let ctxt = unsafe { wc.take_ctxt() };
-    // Borrowed for the call only, as the ctxt, which the handler gives
-    // away.
-    let rdma = ctxt.rdma();
-    H::complete(rdma, wc, SentCtxt(ctxt));
+/// As [`SendDone::done`]: `item` is the posted ctxt whose Send completed
+/// with `_wc`, taken once; its transport lives while `_wc` is borrowed.
+#[inline]
+unsafe fn completed_ctxt<'a>(_wc: &'a WorkCompletion, item: NonNull<SendCqeOwner>) -> Ctxt<'a> {
+    // INVARIANT: a ctxt `Ctxt::post` posted, now the caller's, whose
+    // transport lives for the borrow (`# Safety`).
+    Ctxt(item.cast(), PhantomData)
 }
 
 /// How [`Ctxt::post`] posts a WR chain: the shim's `rs_ib_post_send`
@@ -162,58 +207,6 @@ impl Drop for PartlyPosted<'_> {
     fn drop(&mut self) {
         self.0.set_state(CtxtState::Orphan);
         // The ctxt is left to its ledger: never put, never dropped.
-    }
-}
-
-/// A polled work completion of a Send CQ.
-///
-/// # Invariants
-///
-/// A completion the RDMA core passed to the Send completion handler,
-/// valid while borrowed.
-#[repr(transparent)]
-pub(crate) struct SendWc(pub(super) Opaque<sys::ib_wc>);
-
-impl SendWc {
-    /// Borrows the completion at `ptr`.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` is a completion the RDMA core passes to a Send completion
-    /// handler, valid for `'a`.
-    unsafe fn from_raw<'a>(ptr: *mut sys::ib_wc) -> &'a Self {
-        // SAFETY: a transparent `Opaque<ib_wc>`, valid for `'a`.
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// The C pointer, for tracepoints.
-    pub(crate) fn as_ptr(&self) -> *const sys::ib_wc {
-        self.0.get()
-    }
-
-    /// The completion status (`IB_WC_*`).
-    pub(crate) fn status(&self) -> u32 {
-        // SAFETY: a field of the valid completion.
-        unsafe { (*self.0.get()).status }
-    }
-
-    /// The ctxt whose Send completed, now owned by the caller.
-    ///
-    /// # Safety
-    ///
-    /// The completion is of a Send posted by [`Ctxt::post`] (its `wr_cqe`
-    /// is that ctxt's `sc_cqe`), and is taken once; the ctxt's transport
-    /// lives while the completion is borrowed (the handler's call).
-    unsafe fn take_ctxt(&self) -> Ctxt<'_> {
-        // SAFETY: `wr_cqe` is the `sc_cqe` of the posted ctxt (`# Safety`),
-        // whose ownership passes to the completion.
-        let ctxt = unsafe {
-            let cqe = *(*self.0.get()).__bindgen_anon_1.wr_cqe.as_ref();
-            NonNull::new_unchecked(kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe))
-        };
-        // INVARIANT: a ctxt `Ctxt::post` posted, now the caller's, whose
-        // transport lives for the borrow (`# Safety`).
-        Ctxt(ctxt, PhantomData)
     }
 }
 
