@@ -49,9 +49,10 @@ import re
 import sys
 
 # The Send completion's entry: C's handler; for Rust, the `ib_cqe.done` of
-# a posted ctxt (`send_done::<WcSend>`, abstractions/send_ctxt/post.rs).
+# a posted ctxt (rdma::cq's `done_trampoline::<SendDone<WcSend>>`,
+# src/rust/kernel/rdma/cq.rs).
 COMPLETION = {"c": re.compile(r"^svc_rdma_wc_send$"),
-              "rust": re.compile(r"9send_done.*6WcSend")}
+              "rust": re.compile(r"15done_trampoline.*8SendDone.*6WcSend")}
 
 
 def read_syms(path):
