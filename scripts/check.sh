@@ -294,6 +294,16 @@ check_c_sendto_switch() {
 	fi
 }
 
+# kunit_suites_built KO: the KUnit suites a module holds (the names of its
+# kunit_suite structures, in its read-only data), one per line.
+kunit_suites_built() {
+	local ko=$1
+	# The suite names are NUL-terminated strings of the module; a suite's
+	# name is followed in the object by its cases' names, so take those
+	# that look like suite names this project uses.
+	strings -a "$ko" | grep -xE 'rpcrdma_rs_[a-z_]+|rust_kernel_[a-z_]+' | sort -u
+}
+
 # parse_ktap FILE: count the test cases of one KUnit suite.
 parse_ktap() {
 	local f=$1 suite
@@ -341,6 +351,12 @@ do_kunit() {
 		n=$((n + 1))
 	done
 	[ "$n" -gt 0 ] || bad "no KUnit results in $run/kunit"
+	# Every suite the module holds must have reported: one that was not
+	# built, or not collected, would pass unseen.
+	local suite
+	for suite in $(kunit_suites_built "$TOP/build/rust-with-c/rpcrdma.ko"); do
+		[ -f "$run/kunit/$suite.ktap" ] || bad "KUnit suite $suite is in the module but reported nothing ($run/kunit)"
+	done
 	grep -E '^(PASS|FAIL): ' "$run/guest.log" 2>/dev/null | sed 's/^/    guest /'
 	check_boot_watchdog
 }

@@ -71,9 +71,10 @@ mod sys;
 #[path = "rust/kernel"]
 #[allow(dead_code, unreachable_pub)]
 mod kernel_abstractions {
+    pub(crate) mod llist;
     pub(crate) mod rdma;
 }
-use kernel_abstractions::rdma;
+use kernel_abstractions::{llist, rdma};
 
 // The kernel crate's paths, as the files of `src/rust/kernel/` name them
 // (`crate::bindings` there is the kernel's `bindings`, which here are the

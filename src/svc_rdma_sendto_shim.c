@@ -9,7 +9,6 @@
 #include <linux/build_bug.h>
 #include <linux/slab.h>
 #include <linux/mm.h>
-#include <linux/llist.h>
 #include <linux/error-injection.h>
 #include <linux/wait.h>
 #include <rdma/ib_verbs.h>
@@ -312,18 +311,6 @@ notrace void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
 {
 	wait_event(*wq, test_bit(XPT_CLOSE, &rdma->sc_xprt.xpt_flags) ||
 		   (exact ? atomic_read(v) == target : atomic_read(v) >= target));
-}
-
-/* Lock-free lists */
-
-notrace bool rs_llist_add(struct llist_node *node, struct llist_head *head)
-{
-	return llist_add(node, head);
-}
-
-notrace struct llist_node *rs_llist_del_all(struct llist_head *head)
-{
-	return llist_del_all(head);
 }
 
 /* Memory */

@@ -13,7 +13,6 @@
 
 #include <linux/types.h>
 #include <linux/spinlock_types.h>
-#include <linux/llist.h>
 #include <linux/tracepoint-defs.h>
 
 struct svcxprt_rdma;
@@ -25,8 +24,6 @@ struct ib_wc;
 struct ib_device;
 struct ib_qp;
 struct ib_send_wr;
-struct llist_node;
-struct llist_head;
 struct page;
 struct xdr_buf;
 struct wait_queue_head;
@@ -70,10 +67,6 @@ int rs_kunit_suppress_warnings_end(void *handle);
 /* Wait queues: wait_event() is a statement macro */
 void rs_wait_sq(struct svcxprt_rdma *rdma, wait_queue_head_t *wq,
 		const atomic_t *v, int target, bool exact);
-
-/* Lock-free lists: llist_add() and llist_del_all() are inline */
-bool rs_llist_add(struct llist_node *node, struct llist_head *head);
-struct llist_node *rs_llist_del_all(struct llist_head *head);
 
 /* Memory */
 void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);

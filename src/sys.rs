@@ -34,3 +34,10 @@ include!(concat!(
     env!("RPCRDMA_RS_GENERATED"),
     "/sendto_bindings_generated.rs"
 ));
+
+// The helpers of `src/rust/helpers/`, called under their kernel names
+// (`rust_helper_llist_add` as `llist_add`).
+include!(concat!(
+    env!("RPCRDMA_RS_GENERATED"),
+    "/helpers_generated.rs"
+));

@@ -3,7 +3,10 @@
 // GPL-2.0 OR BSD-3-Clause); origin and licence: see svc_rdma_sendto_rs.rs.
 
 //! [`CtxtList`]: the lock-free lists (`llist_head`) a ctxt moves
-//! between, and [`CtxtChain`]: what is taken off one at once.
+//! between, and [`CtxtChain`]: what is taken off one at once. Both are the
+//! generic [`LlistHead`] and [`Chain`] of `src/rust/kernel/llist.rs`, over
+//! ctxts' `sc_node`s, whose items are owned [`Ctxt`]s tied to their
+//! transport's lifetime.
 
 use super::*;
 
@@ -11,19 +14,22 @@ use super::*;
 ///
 /// # Invariants
 ///
-/// An initialised `llist_head` of a transport, whose nodes are the
-/// `sc_node`s of that transport's ctxts (`sc_rdma` is it) that belong to
-/// the list (a ctxt on it is owned by no one else). So a ctxt taken off
-/// the list can carry the lifetime of the list's borrow.
+/// The list's nodes are the `sc_node`s of ctxts of one transport (their
+/// `sc_rdma`) that belong to the list (a ctxt on it is owned by no one
+/// else). So a ctxt taken off the list can carry the lifetime of the
+/// list's borrow.
 #[repr(transparent)]
-pub(crate) struct CtxtList(pub(super) Opaque<sys::llist_head>);
+pub(crate) struct CtxtList(LlistHead<CtxtObject>);
 
 impl CtxtList {
     /// # Safety
     ///
-    /// `ptr` is a list as the type invariant says, live for `'a`.
+    /// `ptr` is an initialised `llist_head` of a transport, live for
+    /// `'a`, whose nodes are as the type invariant says.
     pub(crate) unsafe fn from_raw<'a>(ptr: *mut sys::llist_head) -> &'a Self {
-        // SAFETY: a transparent `Opaque<llist_head>`, live for `'a`.
+        // SAFETY: a transparent `LlistHead<CtxtObject>`, itself a
+        // transparent `Opaque<llist_head>`, live for `'a`, whose nodes are
+        // ctxts' `sc_node`s, the node `CtxtObject` embeds (`# Safety`).
         unsafe { &*ptr.cast::<Self>() }
     }
 
@@ -37,37 +43,35 @@ impl CtxtList {
     pub(crate) unsafe fn push(&self, ctxt: Ctxt<'_>) -> bool {
         // INVARIANT: a ctxt of the list's transport (`# Safety`), given to
         // the list.
-        let c = ctxt.into_raw();
-        // SAFETY: the node of a ctxt we give to the list.
-        unsafe { sys::rs_llist_add(addr_of_mut!((*c).sc_node), self.0.get()) }
+        let c = ctxt.into_object();
+        // SAFETY: a live ctxt, owned by nothing else now, which stays
+        // allocated until it is taken off (ctxts are freed only from the
+        // free list, taken off it first).
+        unsafe { self.0.push(c) }
     }
 
     /// `llist_empty`: whether the list is empty (one load, `READ_ONCE`).
     #[inline]
     pub(crate) fn is_empty(&self) -> bool {
-        // SAFETY: an initialised list: its `first`, read as `READ_ONCE`.
-        unsafe { core::ptr::read_volatile(addr_of!((*self.0.get()).first)) }.is_null()
+        self.0.is_empty()
     }
 
     /// `llist_del_all`: takes every ctxt on the list. An empty list (as
-    /// most drains find it) is seen with `llist_empty`'s one load, without
-    /// the exchange. The ctxts are the list's transport's, which lives as
-    /// long as the list is borrowed.
+    /// most drains find it) is seen with one load, without the exchange.
+    /// The ctxts are the list's transport's, which lives as long as the
+    /// list is borrowed.
     ///
     /// # Safety
     ///
     /// No [`Self::pop`] of this list runs meanwhile: `llist.h` allows
     /// `llist_del_all` beside adds and other `llist_del_all`s, but not
     /// beside an unlocked-against-it `llist_del_first` (ABA).
+    #[inline]
     pub(crate) unsafe fn take_all(&self) -> CtxtChain<'_> {
-        if self.is_empty() {
-            return CtxtChain::new();
-        }
-        // SAFETY: an initialised list; what it returns is ours.
-        let first = unsafe { sys::rs_llist_del_all(self.0.get()) };
-        // INVARIANT: the detached nodes are ctxts' `sc_node`s (type
-        // invariant), now reachable only through the chain.
-        CtxtChain(first, PhantomData)
+        // INVARIANT: the ctxts of the list, now reachable only through the
+        // chain; their transport lives while the list is borrowed.
+        // SAFETY: no `pop` races it (`# Safety`).
+        CtxtChain(unsafe { self.0.take_all() }, PhantomData)
     }
 
     /// `llist_del_first` under `lock`, which every consumer of this list
@@ -78,32 +82,15 @@ impl CtxtList {
     /// Every caller of `pop` on this list passes the same lock, and no
     /// [`Self::take_all`] of this list runs meanwhile.
     pub(crate) unsafe fn pop(&self, lock: &SpinLock<()>) -> Option<Ctxt<'_>> {
-        let node = {
+        let ctxt = {
             let _guard = lock.lock();
             // SAFETY: consumers are serialised by `lock`, and no
             // `llist_del_all` races them (`# Safety`).
-            unsafe { sys::llist_del_first(self.0.get()) }
+            unsafe { self.0.pop_first() }
         };
-        // SAFETY: a node of this list, which links only ctxts' `sc_node`s
-        // (`from_raw`'s contract).
-        NonNull::new(node).map(|n| Ctxt(unsafe { ctxt_of(n) }, PhantomData))
-    }
-}
-
-/// The ctxt whose `sc_node` is `node`.
-///
-/// # Safety
-///
-/// `node` is the `sc_node` of a live send ctxt.
-pub(super) unsafe fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc_rdma_send_ctxt> {
-    // SAFETY: `node` is inside a ctxt (`# Safety`), so the container is in
-    // bounds and non-null.
-    unsafe {
-        NonNull::new_unchecked(kernel::container_of!(
-            node.as_ptr(),
-            sys::svc_rdma_send_ctxt,
-            sc_node
-        ))
+        // INVARIANT: a ctxt of the list's transport (type invariant), now
+        // the caller's alone.
+        ctxt.map(|c| Ctxt(c.cast(), PhantomData))
     }
 }
 
@@ -112,28 +99,25 @@ pub(super) unsafe fn ctxt_of(node: NonNull<sys::llist_node>) -> NonNull<sys::svc
 ///
 /// # Invariants
 ///
-/// Null, or the first of a null-terminated chain of `sc_node`s of ctxts
-/// that belong to the chain, whose transports live for `'r`.
+/// The chain's objects are ctxts that belong to it, whose transports live
+/// for `'r`.
 #[must_use = "the ctxts of a chain must be released"]
-pub(crate) struct CtxtChain<'r>(
-    pub(super) *mut sys::llist_node,
-    pub(super) PhantomData<&'r Rdma>,
-);
+pub(crate) struct CtxtChain<'r>(Chain<CtxtObject>, PhantomData<&'r Rdma>);
 
 impl<'r> CtxtChain<'r> {
     /// An empty chain.
     pub(crate) fn new() -> Self {
-        Self(null_mut(), PhantomData)
+        Self(Chain::new(), PhantomData)
     }
 
     /// Adds `ctxt` in front.
     pub(crate) fn push(&mut self, ctxt: Ctxt<'r>) {
-        let c = ctxt.into_raw();
-        // SAFETY: the node of a ctxt we give to the chain.
-        unsafe { (*c).sc_node.next = self.0 };
-        // INVARIANT: a ctxt's node in front of the null-terminated chain.
-        // SAFETY: `c` is the live ctxt just given to the chain.
-        self.0 = unsafe { addr_of_mut!((*c).sc_node) };
+        // INVARIANT: a ctxt whose transport lives for `'r`, given to the
+        // chain.
+        let c = ctxt.into_object();
+        // SAFETY: a live ctxt owned by nothing else now: on no list or
+        // chain.
+        unsafe { self.0.push(c) };
     }
 }
 
@@ -152,13 +136,10 @@ impl Drop for CtxtChain<'_> {
 impl<'r> Iterator for CtxtChain<'r> {
     type Item = Ctxt<'r>;
 
+    #[inline]
     fn next(&mut self) -> Option<Ctxt<'r>> {
-        let node = NonNull::new(self.0)?;
-        // SAFETY: a node of our chain (type invariant); its link is read
-        // before the ctxt is handed out (its new owner may relink it).
-        self.0 = unsafe { (*node.as_ptr()).next };
-        // SAFETY: a node of our chain is a ctxt's `sc_node` (type
-        // invariant).
-        Some(Ctxt(unsafe { ctxt_of(node) }, PhantomData))
+        // INVARIANT: a ctxt of the chain, whose transport lives for `'r`
+        // (type invariant), now the caller's alone.
+        self.0.next().map(|c| Ctxt(c.cast(), PhantomData))
     }
 }

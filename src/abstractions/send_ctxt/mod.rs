@@ -22,6 +22,7 @@ use super::recv_ctxt::{Pcl, RecvCtxt};
 use super::rqst::Rqst;
 use super::xdr_buf::XdrBuf;
 use super::xprt::{Drained, Rdma, SendQueueGone};
+use crate::llist::{Chain, HasLlistNode, LlistHead};
 use crate::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
 use crate::sys;
 use core::alloc::Layout;
@@ -43,7 +44,7 @@ mod list;
 mod post;
 
 use ledger::*;
-use post::{SendCqeOwner, SendDone};
+use post::SendDone;
 
 pub(crate) use ledger::{
     abandon_unreturned, census, queue_unreturned, release_unreturned_chunk_io, CtxtState,
@@ -51,6 +52,63 @@ pub(crate) use ledger::{
 };
 pub(crate) use list::{CtxtChain, CtxtList};
 pub(crate) use post::{PartlyPosted, PostFailure, Poster, SendCompletion, SentCtxt};
+
+/// The C send ctxt as an object that embeds the kernel's generic nodes: its
+/// `sc_node`, linked on the lock-free lists, and its Send's `ib_cqe`,
+/// `sc_cqe`. A type of this crate, because a trait of the kernel crate
+/// cannot be implemented for a `bindings` type outside it
+/// (`Documentation/intree.rst`).
+#[repr(transparent)]
+pub(super) struct CtxtObject(Opaque<sys::svc_rdma_send_ctxt>);
+
+// SAFETY: `raw_get_node` returns the address of `sc_node` inside the ctxt
+// the object is, always that field, and `from_node` is its inverse
+// (`container_of!` on the same field of the same, transparently wrapped,
+// struct).
+unsafe impl HasLlistNode for CtxtObject {
+    #[inline]
+    unsafe fn raw_get_node(ptr: *mut Self) -> *mut sys::llist_node {
+        // SAFETY: `ptr` points to a ctxt (`# Safety`), so `sc_node` is in
+        // bounds.
+        unsafe { addr_of_mut!((*ptr.cast::<sys::svc_rdma_send_ctxt>()).sc_node) }
+    }
+
+    #[inline]
+    unsafe fn from_node(node: *mut sys::llist_node) -> NonNull<Self> {
+        // SAFETY: `node` is the `sc_node` of a live ctxt (`# Safety`), so
+        // the container is in bounds and not null.
+        unsafe {
+            NonNull::new_unchecked(kernel::container_of!(
+                node,
+                sys::svc_rdma_send_ctxt,
+                sc_node
+            ))
+            .cast()
+        }
+    }
+}
+
+// SAFETY: `raw_get_cqe` returns the address of `sc_cqe` inside the ctxt the
+// object is, and `from_cqe` is its inverse (`container_of!` on the same
+// field of the same, transparently wrapped, struct).
+unsafe impl HasCqe for CtxtObject {
+    #[inline]
+    unsafe fn raw_get_cqe(ptr: *mut Self) -> *mut sys::ib_cqe {
+        // SAFETY: `ptr` points to a ctxt (`# Safety`), so `sc_cqe` is in
+        // bounds.
+        unsafe { addr_of_mut!((*ptr.cast::<sys::svc_rdma_send_ctxt>()).sc_cqe) }
+    }
+
+    #[inline]
+    unsafe fn from_cqe(cqe: *mut sys::ib_cqe) -> NonNull<Self> {
+        // SAFETY: `cqe` is the `sc_cqe` of a live ctxt (`# Safety`), so the
+        // container is in bounds and not null.
+        unsafe {
+            NonNull::new_unchecked(kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe))
+                .cast()
+        }
+    }
+}
 
 /// The allocation of a ctxt with `nsges` SGEs: its [`Ledger`], the C
 /// struct, its SGE array.
@@ -170,6 +228,11 @@ impl<'r> Ctxt<'r> {
     /// leaves it to its ledger alone (a parked ctxt, [`PartlyPosted`]).
     pub(crate) fn into_raw(self) -> *mut sys::svc_rdma_send_ctxt {
         ManuallyDrop::new(self).0.as_ptr()
+    }
+
+    /// Gives up the handle, for a list or chain that takes the ctxt.
+    fn into_object(self) -> NonNull<CtxtObject> {
+        ManuallyDrop::new(self).0.cast()
     }
 
     /// The C pointer.
@@ -847,7 +910,7 @@ impl<'r> Ctxt<'r> {
         // by this function alone, and completes once: what
         // `SendDone::done` requires of the ctxt it is given. The ctxt is
         // freed only after its completions have run (`Rdma` invariant).
-        unsafe { cq::set_done::<SendDone<H>>(self.0.cast::<SendCqeOwner>()) };
+        unsafe { cq::set_done::<SendDone<H>>(self.0.cast::<CtxtObject>()) };
         // SAFETY: exclusively ours until posted.
         let first_wr = unsafe { (*c).sc_wr_chain.cast_const() };
         self.set_state(CtxtState::Posted);

@@ -46,41 +46,12 @@ impl<'a> SentCtxt<'a> {
     }
 }
 
-/// The C send ctxt as the object its Send WR's `ib_cqe` (`sc_cqe`) is
-/// embedded in, for [`cq::set_done`]. A type of this crate, because a
-/// trait of the kernel crate cannot be implemented for a `bindings` type
-/// outside it.
-#[repr(transparent)]
-pub(super) struct SendCqeOwner(Opaque<sys::svc_rdma_send_ctxt>);
-
-// SAFETY: `raw_get_cqe` returns the address of `sc_cqe` inside the ctxt the
-// object is, and `from_cqe` is its inverse (`container_of!` on the same
-// field of the same, transparently wrapped, struct).
-unsafe impl HasCqe for SendCqeOwner {
-    #[inline]
-    unsafe fn raw_get_cqe(ptr: *mut Self) -> *mut sys::ib_cqe {
-        // SAFETY: `ptr` points to a ctxt (`# Safety`), so `sc_cqe` is in
-        // bounds.
-        unsafe { addr_of_mut!((*ptr.cast::<sys::svc_rdma_send_ctxt>()).sc_cqe) }
-    }
-
-    #[inline]
-    unsafe fn from_cqe(cqe: *mut sys::ib_cqe) -> NonNull<Self> {
-        // SAFETY: `cqe` is the `sc_cqe` of a live ctxt (`# Safety`), so the
-        // container is in bounds and not null.
-        unsafe {
-            NonNull::new_unchecked(kernel::container_of!(cqe, sys::svc_rdma_send_ctxt, sc_cqe))
-                .cast()
-        }
-    }
-}
-
 /// The completion handler [`Ctxt::post`] sets on a ctxt: hands the
 /// completion of its Send, and the ctxt, to `H`.
 pub(super) struct SendDone<H>(PhantomData<H>);
 
 impl<H: SendCompletion> CompletionHandler for SendDone<H> {
-    type Item = SendCqeOwner;
+    type Item = CtxtObject;
 
     /// # Safety
     ///
@@ -89,7 +60,7 @@ impl<H: SendCompletion> CompletionHandler for SendDone<H> {
     /// only one that carries `sc_cqe`), and `wc` is its Send's completion,
     /// handled once.
     #[inline]
-    unsafe fn done(wc: &WorkCompletion, item: NonNull<SendCqeOwner>) {
+    unsafe fn done(wc: &WorkCompletion, item: NonNull<CtxtObject>) {
         // SAFETY: the completion of a Send that `Ctxt::post` posted,
         // delivered once (`# Safety`): the ctxt is the handler's now. Its
         // transport, `sc_rdma` (also the CQ's context), is live for this
@@ -110,7 +81,7 @@ impl<H: SendCompletion> CompletionHandler for SendDone<H> {
 /// As [`SendDone::done`]: `item` is the posted ctxt whose Send completed
 /// with `_wc`, taken once; its transport lives while `_wc` is borrowed.
 #[inline]
-unsafe fn completed_ctxt<'a>(_wc: &'a WorkCompletion, item: NonNull<SendCqeOwner>) -> Ctxt<'a> {
+unsafe fn completed_ctxt<'a>(_wc: &'a WorkCompletion, item: NonNull<CtxtObject>) -> Ctxt<'a> {
     // INVARIANT: a ctxt `Ctxt::post` posted, now the caller's, whose
     // transport lives for the borrow (`# Safety`).
     Ctxt(item.cast(), PhantomData)

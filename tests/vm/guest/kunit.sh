@@ -12,7 +12,10 @@ rs_module_dir=${2:-$flavour}
 load_rpcrdma "$flavour"
 mkdir -p /results/kunit
 n=0
-for d in /sys/kernel/debug/kunit/rpcrdma_rs_*; do
+# The driver's suites, and those of the generic abstractions compiled into
+# the module (src/rust/kernel/: rust_kernel_llist, rust_kernel_rdma_cq).
+for d in /sys/kernel/debug/kunit/rpcrdma_rs_* /sys/kernel/debug/kunit/rust_kernel_llist \
+	/sys/kernel/debug/kunit/rust_kernel_rdma_cq; do
 	[ -f "$d/results" ] || continue
 	cp "$d/results" "/results/kunit/$(basename "$d").ktap"
 	n=$((n + 1))
