@@ -17,7 +17,7 @@ export KDIR KSRC RPCRDMA_CACHE
 MAKEOVERRIDES :=
 
 .PHONY: all demo check setup kernel rootfs modules module-c module-rust \
-	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations read-sink storm debian check-debug check-iommu pair bench profile coverage lint check-intree series install uninstall clean cache-clean help
+	host-test kunit e2e conformance hostile stress faults failfunc dma-mutations read-sink storm debian check-debug check-iommu pair bench profile coverage lint check-intree series series-check install uninstall clean cache-clean help
 
 all: modules
 
@@ -31,6 +31,7 @@ help:
 	@echo "make check-iommu     DMA-mapped phases behind an emulated IOMMU (strict)"
 	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
 	@echo "make series  the generic abstractions as an RFC patch series against v7.3.4 (OUT=dir)"
+	@echo "make series-check   build that series patch by patch, then kunit.py in the patched tree"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
 	@echo "make bench    instruction profile per reply class, then the end-to-end A/B"
 	@echo "make profile  the instruction profile alone (N=RPCs per class, RUNS=boots)"
@@ -72,6 +73,9 @@ check-intree: setup
 # generic abstractions of src/rust/ against a git tree of the kernel source.
 series: setup
 	@scripts/series.sh $(OUT)
+
+series-check: series
+	@scripts/series-check.sh
 
 # rustfmt, checkpatch --strict, kernel-doc, Python syntax, CLIPPY=1 build.
 lint: $(if $(KDIR),,kernel)

@@ -54,8 +54,18 @@ else
 fi
 
 # Type names an output defines, however it is formatted: bindgen writes one
-# long line when rustfmt is not installed (as with Debian's rustc).
-names() { grep -oE '\bpub (struct|union|type|enum) [A-Za-z0-9_]+' "$1" | sed 's/.* //' | sort -u; }
+# long line when rustfmt is not installed (as with Debian's rustc). Also the
+# aliases bindgen writes as re-exports ("pub use self::netdev_tx as
+# netdev_tx_t"). Never the names of anonymous enums (_bindgen_ty_N): they
+# are numbered per run, so the same name in two runs is not the same type,
+# and blocklisting ours would drop its constants (XPT_* once the kernel
+# crate's bindings had grown past our enum's number).
+names() {
+	{
+		grep -oE '\bpub (struct|union|type|enum) [A-Za-z0-9_]+' "$1" | sed 's/.* //'
+		grep -oE '\bpub use self::[A-Za-z0-9_]+ as [A-Za-z0-9_]+' "$1" | sed 's/.* //'
+	} | grep -vE '^_bindgen_ty_[0-9]+$' | sort -u
+}
 
 # shellcheck disable=SC2086 # word splitting of the parameter lists is wanted
 $BINDGEN "$HEADER" $params $allow $common -o "$OUT.pass1" -- $cflags

@@ -385,7 +385,7 @@ check_boot_watchdog() {
 do_intree() {
 	local log=$LOGS/check-intree.log rc=0 p n
 	bash "$TOP/scripts/kunit-intree.sh" >"$log" 2>&1 || rc=$?
-	grep -E '^    rpcrdma_rs_[a-z_]+: ' "$log" | sed 's/^    /    intree /'
+	grep -E '^    (rpcrdma_rs_[a-z_]+|rust_kernel_llist|rust_kernel_rdma_cq): ' "$log" | sed 's/^    /    intree /'
 	read -r p n < <(sed -nE 's/^([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$log" | tail -n 1)
 	PASSED=$((PASSED + ${p:-0})) FAILED=$((FAILED + ${n:-0}))
 	if [ "$rc" != 0 ] || [ "${p:-0}" = 0 ]; then

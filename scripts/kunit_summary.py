@@ -1,30 +1,37 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
-"""kunit_summary.py JSON [--may-skip CASE]...: our suites' results from kunit.py's --json output.
+"""kunit_summary.py JSON [--may-skip CASE]... [--suites REGEX] [--expect SUITE]...: our suites'
+results from kunit.py's --json output.
 
 kunit.py (tools/testing/kunit) writes its parsed KTAP as nested groups:
 {"name", "sub_groups": [...], "test_cases": [{"name", "status"}], ...}.
-Prints a line per test case of the rpcrdma_rs_* suites and a closing
-"N passed, N failed"; exits 1 when any of them failed, crashed or was
-skipped, or when none of our suites (or no test case) is in the results.
+Prints a line per test case of our suites (by default the rpcrdma_rs_*
+ones and those of the generic abstractions, rust_kernel_llist and
+rust_kernel_rdma_cq; --suites REGEX for others) and a closing "N passed,
+N failed"; exits 1 when any of them failed, crashed or was skipped, when
+none of our suites (or no test case) is in the results, or when a suite
+named with --expect is not.
 A case named with --may-skip may be skipped instead of passing (a case
 that needs what this build cannot have, such as the C file linked beside
 ours); it is listed, and counted neither way.
 """
 
 import json
+import re
 import sys
 
+OURS = r"rpcrdma_rs_.*|rust_kernel_llist|rust_kernel_rdma_cq"
 
-def suites(group):
+
+def suites(group, ours):
     """Every group whose name is one of our suites, at any depth."""
-    if group.get("name", "").startswith("rpcrdma_rs_"):
+    if ours.fullmatch(group.get("name", "")):
         yield group
     for sub in group.get("sub_groups", []):
-        yield from suites(sub)
+        yield from suites(sub, ours)
 
 
-def main(path, may_skip):
+def main(path, may_skip, ours, expect):
     try:
         with open(path, encoding="utf-8") as f:
             root = json.load(f)
@@ -34,7 +41,7 @@ def main(path, may_skip):
         return 1
     passed = failed = 0
     found = []
-    for suite in suites(root):
+    for suite in suites(root, ours):
         found.append(suite["name"])
         for case in suite.get("test_cases", []):
             status = case.get("status")
@@ -44,15 +51,23 @@ def main(path, may_skip):
             ok = status == "PASS"
             passed += ok
             failed += not ok
+    missing = [s for s in expect if s not in found]
     if not found:
-        print("kunit_summary: no rpcrdma_rs_* suite in the results", file=sys.stderr)
+        print(f"kunit_summary: no suite matching {ours.pattern} in the results", file=sys.stderr)
     elif passed + failed == 0:
         print("kunit_summary: our suites ran no test case", file=sys.stderr)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if found and passed and not failed else 1
+    for s in missing:
+        print(f"kunit_summary: suite {s} is not in the results", file=sys.stderr)
+    print(f"{passed} passed, {failed + len(missing)} failed")
+    return 0 if found and passed and not failed and not missing else 1
+
+
+def option(args, name):
+    """The values given to option NAME."""
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if a == name]
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    skips = {args[i + 1] for i, a in enumerate(args[:-1]) if a == "--may-skip"}
-    sys.exit(main(args[0], skips))
+    ours = re.compile((option(args, "--suites") or [OURS])[-1])
+    sys.exit(main(args[0], set(option(args, "--may-skip")), ours, option(args, "--expect")))

@@ -48,12 +48,15 @@ fi
 
 g() { git -C "$TREE" "$@"; }
 g checkout -q -f -B series "v$kver"
-g clean -q -fdx
+# (series-check.sh's build directory stays.)
+g clean -q -fdx -e /build-series/
 
 # commit SUBJECT: commits what changed, with SUBJECT and the body on stdin.
 # The dates are fixed, so that the same files give the same patches.
 commit() {
-	g add -A -f
+	# -f: Debian's .gitignore ignores every top-level path; the build
+	# directory of series-check.sh is not the series'.
+	g add -A -f -- . ':(exclude)build-series'
 	GIT_AUTHOR_DATE="2026-12-07T00:00:00Z" GIT_COMMITTER_DATE="2026-12-07T00:00:00Z" \
 		g -c user.name="${AUTHOR% <*}" -c user.email="$(sed 's/.*<\(.*\)>/\1/' <<<"$AUTHOR")" \
 		commit -q --author="$AUTHOR" -F - || die "series: nothing to commit for '$1'"

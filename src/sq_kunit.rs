@@ -583,7 +583,11 @@ mod tests {
         // the Send WR names, and its `done` was set by `Ctxt::post`.
         unsafe {
             let cqe = addr_of_mut!((*p).sc_cqe);
-            *wc.__bindgen_anon_1.wr_cqe.as_mut() = cqe;
+            // `wr_cqe`, at the start of the id union (as `Ctxt::alloc`
+            // writes it).
+            addr_of_mut!(wc.__bindgen_anon_1)
+                .cast::<*mut sys::ib_cqe>()
+                .write(cqe);
             if let Some(done) = (*cqe).done {
                 done(core::ptr::null_mut(), &mut wc);
             }

@@ -66,14 +66,20 @@ mod stats;
 mod sys;
 
 // The generic abstractions of `src/rust/kernel/`, compiled into this
-// crate. Their items are the kernel crate's public API there, so a part
-// this driver does not use is not dead code, and `pub` is what it is.
+// crate, unless the kernel crate has them (`rpcrdma_kernel_abstractions`,
+// set by `Kbuild`). Their items are the kernel crate's public API there, so
+// a part this driver does not use is not dead code, and `pub` is what it
+// is.
+#[cfg(not(rpcrdma_kernel_abstractions))]
 #[path = "rust/kernel"]
 #[allow(dead_code, unreachable_pub)]
 mod kernel_abstractions {
     pub(crate) mod llist;
     pub(crate) mod rdma;
 }
+#[cfg(rpcrdma_kernel_abstractions)]
+use kernel::{llist, rdma};
+#[cfg(not(rpcrdma_kernel_abstractions))]
 use kernel_abstractions::{llist, rdma};
 
 // The kernel crate's paths, as the files of `src/rust/kernel/` name them
@@ -81,8 +87,10 @@ use kernel_abstractions::{llist, rdma};
 // kernel crate's plus this crate's generated ones). Which of them the
 // compiled code uses depends on the build: KUnit suites and macros that
 // this driver does not expand use more.
+#[cfg(not(rpcrdma_kernel_abstractions))]
 #[allow(unused_imports)]
 use kernel::{container_of, prelude, types};
+#[cfg(not(rpcrdma_kernel_abstractions))]
 use sys as bindings;
 
 /// Prefix of this crate's `pr_*!` messages (normally set by `module!`,

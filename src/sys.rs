@@ -36,7 +36,9 @@ include!(concat!(
 ));
 
 // The helpers of `src/rust/helpers/`, called under their kernel names
-// (`rust_helper_llist_add` as `llist_add`).
+// (`rust_helper_llist_add` as `llist_add`), unless the kernel crate has
+// them (`Documentation/intree.rst`).
+#[cfg(not(rpcrdma_kernel_abstractions))]
 include!(concat!(
     env!("RPCRDMA_RS_GENERATED"),
     "/helpers_generated.rs"

@@ -295,9 +295,14 @@ impl<'r> Ctxt<'r> {
         // The slots allocated above (`serv_maxpages` when `layouts` read it).
         cr.sc_maxpages = l.1.size() / size_of::<*mut sys::page>();
         cr.sc_send_wr.next = null_mut();
-        // SAFETY: writes the `wr_cqe` member of the WR's id union, as C
-        // does (the union's other member, `wr_id`, is never read).
-        unsafe { *cr.sc_send_wr.__bindgen_anon_1.wr_cqe.as_mut() = addr_of_mut!(cr.sc_cqe) };
+        // Writes the `wr_cqe` member of the WR's id union, as C does (the
+        // union's other member, `wr_id`, is never read). Through the
+        // union's address, where every member of a C union starts: the same
+        // whether bindgen made it a Rust `union` (as in a kernel crate that
+        // has the RDMA headers) or a struct of `__BindgenUnionField`s.
+        let wr_cqe = addr_of_mut!(cr.sc_send_wr.__bindgen_anon_1).cast::<*mut sys::ib_cqe>();
+        // SAFETY: the union of our own, not yet posted, WR.
+        unsafe { wr_cqe.write(addr_of_mut!(cr.sc_cqe)) };
         cr.sc_send_wr.sg_list = addr_of_mut!(cr.sc_sges).cast();
         cr.sc_send_wr.send_flags = sys::ib_send_flags_IB_SEND_SIGNALED as c_int;
         // SAFETY: initialises the ctxt's own, not yet used, list head.
@@ -592,10 +597,12 @@ impl<'r> Ctxt<'r> {
         if inv_rkey != 0 {
             // SAFETY: fields of our ctxt's Send WR that only its holder
             // uses, written in place; `ex` is a union of two `u32`s, and
-            // writing one is always valid.
+            // writing one is always valid. `invalidate_rkey` through the
+            // union's address, where every member of a C union starts
+            // (however bindgen shaped the union: see `Ctxt::alloc`).
             unsafe {
                 (*wr).opcode = sys::ib_wr_opcode_IB_WR_SEND_WITH_INV;
-                *(*wr).ex.invalidate_rkey.as_mut() = inv_rkey;
+                addr_of_mut!((*wr).ex).cast::<u32>().write(inv_rkey);
             }
         } else {
             // SAFETY: a field of our ctxt's Send WR that only its holder

@@ -12,7 +12,9 @@
 //!   embedded in the object a work request was posted for, to a typed
 //!   handler.
 //!
-//! They are only available when the RDMA core is built in
-//! (`CONFIG_INFINIBAND=y`): the kernel crate cannot call into a module.
+//! Nothing here calls an exported function of the RDMA core, so it is
+//! available whether `ib_core` is built in or a module. An abstraction that
+//! calls into it will need `CONFIG_INFINIBAND=y`: the kernel crate is part
+//! of `vmlinux` and cannot call into a module.
 
 pub mod cq;

@@ -45,9 +45,7 @@
 
 use crate::bindings;
 use crate::types::Opaque;
-#[cfg(CONFIG_RUST_RDMA_KUNIT_TEST)]
-use core::ptr::addr_of_mut;
-use core::ptr::NonNull;
+use core::ptr::{addr_of_mut, NonNull};
 
 /// A polled work completion (`struct ib_wc`).
 ///
@@ -103,11 +101,27 @@ impl WorkCompletion {
     /// The `ib_cqe` the work request was posted with (`wr_cqe`).
     #[inline]
     pub fn cqe(&self) -> *mut bindings::ib_cqe {
-        // SAFETY: the `wr_cqe` member of the completion's id union, which
-        // is what a completion dispatched through `done` carries (type
-        // invariant); read as a pointer, not dereferenced.
-        unsafe { *(*self.0.get()).__bindgen_anon_1.wr_cqe.as_ref() }
+        // SAFETY: the `wr_cqe` member of the id union of a valid completion
+        // (type invariant), which is what a completion dispatched through
+        // `done` carries; read as a pointer, not dereferenced.
+        unsafe { wr_cqe_of(self.0.get()).read() }
     }
+}
+
+/// The address of the `wr_cqe` member of `wc`'s id union.
+///
+/// Every member of a C union starts at the union's address, so this holds
+/// whether bindgen made the union a Rust `union` or a struct of
+/// `__BindgenUnionField`s (as it does for some targets and versions).
+///
+/// # Safety
+///
+/// `wc` points to an allocation that holds an `ib_wc`.
+#[inline]
+unsafe fn wr_cqe_of(wc: *mut bindings::ib_wc) -> *mut *mut bindings::ib_cqe {
+    // SAFETY: `wc` holds an `ib_wc` (`# Safety`), so its union is in bounds;
+    // only its address is taken.
+    unsafe { addr_of_mut!((*wc).__bindgen_anon_1) }.cast()
 }
 
 /// A type with a `struct ib_cqe` embedded in it.
@@ -268,8 +282,9 @@ mod tests {
     /// `wc.wr_cqe` is an `ib_cqe` prepared by `set_done`, whose object is
     /// live.
     unsafe fn poll_one(wc: &mut bindings::ib_wc) {
-        // SAFETY: the caller's prepared, live `ib_cqe` (`# Safety`).
-        let done = unsafe { (*(*wc.__bindgen_anon_1.wr_cqe.as_ref())).done };
+        // SAFETY: the caller's prepared, live `ib_cqe` (`# Safety`), read
+        // from the completion's `wr_cqe`.
+        let done = unsafe { (*wr_cqe_of(wc).read()).done };
         if let Some(done) = done {
             // SAFETY: the completion is valid for the call; the CQ is not
             // read by the trampoline.
@@ -295,10 +310,9 @@ mod tests {
             status: bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
             ..Default::default()
         };
-        // SAFETY: writes the `wr_cqe` member of the completion's id union.
-        unsafe {
-            *wc.__bindgen_anon_1.wr_cqe.as_mut() = Request::raw_get_cqe(item.as_ptr());
-        }
+        // SAFETY: writes the `wr_cqe` member of the completion's id union;
+        // the request is live.
+        unsafe { wr_cqe_of(&mut wc).write(Request::raw_get_cqe(item.as_ptr())) };
         // SAFETY: `wr_cqe` is the request's, prepared above; it is live.
         unsafe { poll_one(&mut wc) };
 
@@ -317,7 +331,7 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: writes the `wr_cqe` member of the completion's id union.
-        unsafe { *wc.__bindgen_anon_1.wr_cqe.as_mut() = &mut cqe };
+        unsafe { wr_cqe_of(&mut wc).write(&mut cqe) };
         // SAFETY: `wc` is valid and unchanged while borrowed.
         let w = unsafe { WorkCompletion::from_raw(&mut wc) };
         assert!(w.is_success());
