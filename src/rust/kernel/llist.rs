@@ -315,14 +315,20 @@ mod tests {
         }
     }
 
-    fn ids(chain: Chain<Item>) -> KVec<u32> {
-        let mut v = KVec::new();
+    /// The ids of a chain's items in its order (the first four; unused
+    /// slots `u32::MAX`), and how many items it had.
+    fn ids(chain: Chain<Item>) -> ([u32; 4], usize) {
+        let mut ids = [u32::MAX; 4];
+        let mut n = 0usize;
         for item in chain {
             // SAFETY: the fixture's items outlive the chain.
             let id = unsafe { item.as_ref() }.id;
-            let _ = v.push(id, GFP_KERNEL);
+            if let Some(slot) = ids.get_mut(n) {
+                *slot = id;
+            }
+            n = n.saturating_add(1);
         }
-        v
+        (ids, n)
     }
 
     #[test]
@@ -343,8 +349,8 @@ mod tests {
         // SAFETY: no `pop_first` runs.
         let taken = unsafe { list.take_all() };
         assert!(list.is_empty());
-        assert_eq!(&ids(taken)[..], &[2, 1, 0]);
-        // SAFETY: as above.
+        assert_eq!(ids(taken), ([2, 1, 0, u32::MAX], 3));
+        // SAFETY: still no `pop_first` of this list anywhere.
         assert!(unsafe { list.take_all() }.is_empty());
         Ok(())
     }
@@ -362,13 +368,14 @@ mod tests {
             // SAFETY: on no list; the fixture stays put.
             unsafe { list.push(item) };
         }
-        // SAFETY: as above.
+        // SAFETY: this test is the list's one consumer, and no `take_all`
+        // runs.
         let first = unsafe { list.pop_first() }.ok_or(EINVAL)?;
-        // SAFETY: the fixture's item, live.
+        // SAFETY: an item of the fixture, which is live.
         assert_eq!(unsafe { first.as_ref() }.id, 1);
-        // SAFETY: as above.
+        // SAFETY: the same single consumer, still without `take_all`.
         let second = unsafe { list.pop_first() }.ok_or(EINVAL)?;
-        // SAFETY: as above.
+        // SAFETY: the fixture's other item, live too.
         assert_eq!(unsafe { second.as_ref() }.id, 0);
         assert!(list.is_empty());
         Ok(())
@@ -386,7 +393,7 @@ mod tests {
             unsafe { chain.push(item) };
         }
         assert!(!chain.is_empty());
-        assert_eq!(&ids(chain)[..], &[2, 1, 0]);
+        assert_eq!(ids(chain), ([2, 1, 0, u32::MAX], 3));
         Ok(())
     }
 }

@@ -339,7 +339,8 @@ mod tests {
         assert!(w.cqe() == addr_of_mut!(cqe));
 
         wc.status = bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-        // SAFETY: as above, after the write.
+        // SAFETY: `wc`, with its new status, is valid and not written while
+        // this second borrow lives.
         let w = unsafe { WorkCompletion::from_raw(&mut wc) };
         assert!(!w.is_success());
         assert!(w.is_flushed());
