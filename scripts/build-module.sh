@@ -99,15 +99,19 @@ if [ "$FLAVOUR" = c ]; then
 		awk '$2 == "t" || $2 == "T" { print $3 }' | grep -v '^asan\.' | sort -u >"$OUT/sendpath-symbols.txt"
 else
 	cp "$OUT/rust-text-symbols.txt" "$OUT/sendpath-symbols.txt"
-	# The C shim's functions: the crate's static inlines and macros.
-	nm --defined-only "$STAGE/src/svc_rdma_sendto_shim.o" |
+	# The C shim's functions (the crate's static inlines and macros), and
+	# those of the generic abstractions' helpers when the module has its
+	# own (src/rust/helpers/; not against a kernel that has them).
+	helpers=$STAGE/src/rust/helpers/helpers.o
+	[ -f "$helpers" ] || helpers=
+	nm --defined-only "$STAGE/src/svc_rdma_sendto_shim.o" ${helpers:+"$helpers"} |
 		awk '$2 == "t" || $2 == "T" { print $3 }' | grep -v '^asan\.' | sort -u >"$OUT/shim-symbols.txt"
 fi
 # Text bytes of the Send path's objects (the profile's code-size table).
 if [ "$FLAVOUR" = c ]; then
 	size -A "$STAGE/svc_rdma_sendto.o"
 else
-	size -A "$STAGE/src/svc_rdma_sendto_rs.o" "$STAGE/src/svc_rdma_sendto_shim.o"
+	size -A "$STAGE/src/svc_rdma_sendto_rs.o" "$STAGE/src/svc_rdma_sendto_shim.o" ${helpers:+"$helpers"}
 fi | awk '/^[^ ]/ && /:/ { obj = $1 } $1 ~ /^\.text/ { n[obj] += $2 } END { for (o in n) print o, n[o] }' |
 	sed 's|^.*/||; s|:||' | sort >"$OUT/text-bytes.txt"
 tr ' ' '\n' <"$STAGE/rpcrdma.mod" | sed '/^$/d' | xargs -n1 basename >"$OUT/objects.txt"
