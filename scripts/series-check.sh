@@ -108,7 +108,7 @@ done
 if [ $rc = 0 ]; then
 	WRAP=$(bash "$TOP/scripts/qemu-tcg-path.sh" "$CACHE/series/qemu-tcg")
 	export PATH=$WRAP:$PATH
-	{ cat "$KUNITCONFIG"; } >"$TREE/$BUILD/last_used_kunitconfig"
+	cp "$KUNITCONFIG" "$TREE/$BUILD/last_used_kunitconfig"
 	say "series-check: kunit.py run in $TREE"
 	rm -f "$CACHE/series/kunit.json"
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py run --arch=x86_64 \

@@ -14,7 +14,7 @@
 #
 # Not yet in the series (Documentation/intree.rst, "The series"): the
 # driver under net/sunrpc/xprtrdma/ behind a Kconfig choice, and the
-# MAINTAINERS entry; series-check.sh, which builds every patch, is to come.
+# MAINTAINERS entry. scripts/series-check.sh builds and tests what this makes.
 
 . "$(dirname "$0")/lib.sh"
 
