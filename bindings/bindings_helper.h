@@ -9,4 +9,4 @@
 #include <linux/sunrpc/svc_rdma_pcl.h>
 #include <linux/sunrpc/rpc_rdma.h>
 #include <rdma/ib_verbs.h>
-#include "../src/svc_rdma_sendto_shim.h"
+#include "svc_rdma_sendto_shim.h"

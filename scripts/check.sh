@@ -57,6 +57,11 @@ summary() {
 	printf '    %s\n' "${TIMES[@]}"
 	printf '    %-24s %5ds\n' total $((SECONDS - T_START))
 	printf '%s\n' "${TIMES[@]}" >"$LOGS/check-times.txt"
+	# What ran, at which commit, with what result (the series' cover
+	# letter quotes a full run's: scripts/series.sh).
+	printf 'what=%s\nrev=%s\ndate=%s\nseconds=%s\nresult=%s passed, %s failed\n' "$WHAT" \
+		"$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)" \
+		"$(date -u +%F)" $((SECONDS - T_START)) "$PASSED" "$FAILED" >"$LOGS/check-result-$WHAT.txt"
 	if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
 		say "failed:"
 		printf '    %s\n' "${FAILED_NAMES[@]}"

@@ -6,10 +6,15 @@
 # with the kernel's kunit.py (Documentation/intree.rst):
 #
 #   - every patch: an incremental build (make, the test kernel's config
-#     with the series' KUnit options on) must succeed with no new warning
-#     from the files the patch touches;
-#   - the last: kunit.py run, rust_kernel_llist and rust_kernel_rdma_cq
-#     must pass.
+#     with the series' KUnit options on, the Send path's Kconfig choice at
+#     its default, C) must succeed with no new warning from the files the
+#     patch touches;
+#   - the last, again with the choice on Rust: rpcrdma.ko must be built
+#     from sendto_rs/ instead of svc_rdma_sendto.o, with no warning from
+#     it, and clippy (CLIPPY=1) clean on that directory; rustfmtcheck;
+#   - kunit.py run with the driver's .kunitconfig added (the RDMA core,
+#     sunrpc and rpcrdma built in): rust_kernel_llist, rust_kernel_rdma_cq
+#     and the driver's rpcrdma_rs_* suites must pass.
 #
 # The build directory (build-series/ in the tree, kept across series.sh
 # runs) starts as a copy of the test kernel's objects, as the intree phase
@@ -21,8 +26,8 @@
 #   - then rpcrdma.ko, built out of tree against the patched kernel, must
 #     use the kernel crate's abstractions instead of its own copy.
 #
-# Not yet checked: the Rust Kconfig choice on and off (the driver is not in
-# the series yet), clippy of the kernel crate (CLIPPY=1).
+# Not yet checked: clippy of the kernel crate's new files (CLIPPY=1 on
+# rust/ rebuilds the kernel crate).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -39,18 +44,24 @@ BUILD=build-series
 g() { git -C "$TREE" "$@"; }
 g rev-parse -q --verify series >/dev/null || die "no series in $TREE: run make series"
 
-KUNITCONFIG=$CACHE/series/series.kunitconfig
-cat >"$KUNITCONFIG" <<'EOF'
+# The options every patch is built with (the choice at its default; an
+# option a patch adds later is dropped by olddefconfig before it), and for
+# kunit.py those plus the driver's own .kunitconfig.
+OPTIONS=$CACHE/series/series.config
+cat >"$OPTIONS" <<'EOF'
 CONFIG_KUNIT=y
 CONFIG_RUST=y
 CONFIG_RUST_KUNIT_TESTS=y
 CONFIG_RUST_LLIST_KUNIT_TEST=y
 CONFIG_RUST_RDMA_KUNIT_TEST=y
+CONFIG_SUNRPC_XPRT_RDMA_SENDTO_C=y
 CONFIG_SERIAL_8250=y
 CONFIG_SERIAL_8250_CONSOLE=y
 EOF
+KUNITCONFIG=$CACHE/series/series.kunitconfig
+{ grep -v SENDTO_C "$OPTIONS"; cat "$TOP/.kunitconfig"; } >"$KUNITCONFIG"
 
-seed="$KB $(sha256sum <"$KUNITCONFIG" | cut -c1-12)"
+seed="$KB $(sha256sum <"$OPTIONS" | cut -c1-12)"
 if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
 	say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
 	rm -rf "${TREE:?}/$BUILD"
@@ -73,7 +84,7 @@ touch_patched() {
 # again for each patch (an option a later patch adds is unknown before it).
 config() {
 	run_logged series-config-merge "$TREE/scripts/kconfig/merge_config.sh" -m -O "$TREE/$BUILD" \
-		"$TREE/$BUILD/.config" "$KUNITCONFIG" &&
+		"$TREE/$BUILD/.config" "$OPTIONS" &&
 		run_logged series-config-old make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig
 }
 
@@ -105,6 +116,63 @@ for c in $(g rev-list --reverse "$base..series"); do
 	fi
 done
 
+# The driver with the choice on Rust, in the test kernel's config (rpcrdma
+# a module), then clippy on its directory, then rustfmt over the tree.
+if [ $rc = 0 ]; then
+	log=$LOGS/series-build-rust-choice.log
+	start=$(date +%s)
+	"$TREE/scripts/config" --file "$TREE/$BUILD/.config" \
+		-d SUNRPC_XPRT_RDMA_SENDTO_C -e SUNRPC_XPRT_RDMA_RUST_SENDTO
+	if run_logged series-config-rust make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig &&
+		grep -qx CONFIG_SUNRPC_XPRT_RDMA_RUST_SENDTO=y "$TREE/$BUILD/.config" &&
+		make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1; then
+		x=$TREE/$BUILD/net/sunrpc/xprtrdma
+		warns=$(grep -E "warning" "$log" | grep -E "sendto_rs|xprtrdma/Makefile" || true)
+		if [ -n "$warns" ]; then
+			printf '%s\n' "$warns" | head -n 10 | sed 's/^/    /'
+			bad "series: the Rust choice builds with warnings ($log)"
+			rc=1
+		elif [ -f "$x/sendto_rs/svc_rdma_sendto_rs.o" ] && grep -q sendto_rs/svc_rdma_sendto_rs.o "$x/rpcrdma.mod" &&
+			! grep -qw svc_rdma_sendto.o "$x/rpcrdma.mod"; then
+			ok "series: the Rust choice builds rpcrdma.ko from sendto_rs/ ($(($(date +%s) - start)) s)"
+		else
+			bad "series: the Rust choice did not put sendto_rs/ in place of svc_rdma_sendto.o ($x/rpcrdma.mod)"
+			rc=1
+		fi
+	else
+		grep -E "error" "$log" | head -n 15 | sed 's/^/    /'
+		bad "series: the Rust choice does not build ($log)"
+		rc=1
+	fi
+fi
+if [ $rc = 0 ]; then
+	log=$LOGS/series-clippy.log
+	if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" CLIPPY=1 -j"$(nproc)" \
+		net/sunrpc/xprtrdma/ >"$log" 2>&1 && ! grep -qE '^(warning|error)' "$log"; then
+		ok "series: clippy clean on net/sunrpc/xprtrdma/sendto_rs/"
+	else
+		grep -E -A5 '^(warning|error)' "$log" | head -n 20 | sed 's/^/    /'
+		bad "series: clippy on net/sunrpc/xprtrdma/ ($log)"
+		rc=1
+	fi
+	log=$LOGS/series-rustfmt.log
+	if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" rustfmtcheck >"$log" 2>&1; then
+		ok "series: rustfmtcheck clean"
+	else
+		head -n 20 "$log" | sed 's/^/    /'
+		bad "series: rustfmtcheck ($log)"
+		rc=1
+	fi
+fi
+
+if [ $rc = 0 ]; then
+	# kunit.py takes the build's .config as its own when it holds the
+	# kunitconfig and last_used_kunitconfig names the same entries.
+	run_logged series-config-kunit "$TREE/scripts/kconfig/merge_config.sh" -m -O "$TREE/$BUILD" \
+		"$TREE/$BUILD/.config" "$KUNITCONFIG" &&
+		run_logged series-config-kunit-old make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig ||
+		{ bad "series: configuring for kunit.py failed"; rc=1; }
+fi
 if [ $rc = 0 ]; then
 	WRAP=$(bash "$TOP/scripts/qemu-tcg-path.sh" "$CACHE/series/qemu-tcg")
 	export PATH=$WRAP:$PATH
@@ -114,11 +182,14 @@ if [ $rc = 0 ]; then
 	(cd "$TREE" && python3 tools/testing/kunit/kunit.py run --arch=x86_64 \
 		--kunitconfig="$KUNITCONFIG" --build_dir="$BUILD" \
 		--make_options "LLVM=$LLVM_SUFFIX" --jobs="$(nproc)" --timeout=900 \
-		--json="$CACHE/series/kunit.json" 'rust_kernel_*') >"$LOGS/series-kunit.log" 2>&1 || rc=1
+		--json="$CACHE/series/kunit.json") >"$LOGS/series-kunit.log" 2>&1 || rc=1
+	# The C algorithm's replay needs the C file linked beside the Rust one,
+	# which only the out-of-tree differential build does.
 	if python3 "$TOP/scripts/kunit_summary.py" "$CACHE/series/kunit.json" \
-		--suites 'rust_kernel_llist|rust_kernel_rdma_cq' \
-		--expect rust_kernel_llist --expect rust_kernel_rdma_cq; then
-		ok "series: kunit.py in the patched tree: rust_kernel_llist and rust_kernel_rdma_cq pass"
+		--suites 'rust_kernel_llist|rust_kernel_rdma_cq|rpcrdma_rs_.*' \
+		--may-skip lost_wakeup_in_c_reservation \
+		--expect rust_kernel_llist --expect rust_kernel_rdma_cq --expect rpcrdma_rs_proto; then
+		ok "series: kunit.py in the patched tree: the abstractions' and the driver's suites pass"
 	else
 		bad "series: kunit.py in the patched tree ($LOGS/series-kunit.log)"
 		rc=1
