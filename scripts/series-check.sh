@@ -59,7 +59,11 @@ CONFIG_SERIAL_8250=y
 CONFIG_SERIAL_8250_CONSOLE=y
 EOF
 KUNITCONFIG=$CACHE/series/series.kunitconfig
-{ grep -v SENDTO_C "$OPTIONS"; cat "$TOP/.kunitconfig"; } >"$KUNITCONFIG"
+{
+	grep -v SENDTO_C "$OPTIONS"
+	echo CONFIG_RUST_KERNEL_DOCTESTS=y
+	cat "$TOP/.kunitconfig"
+} >"$KUNITCONFIG"
 
 seed="$KB $(sha256sum <"$OPTIONS" | cut -c1-12)"
 if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
@@ -192,6 +196,37 @@ if [ $rc = 0 ]; then
 		ok "series: kunit.py in the patched tree: the abstractions' and the driver's suites pass"
 	else
 		bad "series: kunit.py in the patched tree ($LOGS/series-kunit.log)"
+		rc=1
+	fi
+	# The abstractions' # Examples, run as the kernel crate's doctests
+	# (suite rust_doctests_kernel, a case per example: llist.rs has one,
+	# rdma/cq.rs two).
+	if python3 - "$CACHE/series/kunit.json" <<'EOF'; then
+import json, re, sys
+
+
+def cases(group):
+    for case in group.get("test_cases", []):
+        yield case
+    for sub in group.get("sub_groups", []):
+        yield from cases(sub)
+
+
+root = json.load(open(sys.argv[1]))
+ours = {"llist": 1, "rdma_cq": 2}
+seen = {k: 0 for k in ours}
+bad = 0
+for case in cases(root):
+    for k in ours:
+        if re.fullmatch(rf"rust_doctest_kernel_\w*_{k}_rs_\d+", case.get("name", "")):
+            print(f"    doctest {case['name']}: {case.get('status')}")
+            seen[k] += 1
+            bad += case.get("status") != "PASS"
+sys.exit(1 if bad or any(seen[k] < n for k, n in ours.items()) else 0)
+EOF
+		ok "series: kunit.py in the patched tree: the abstractions' doctests pass"
+	else
+		bad "series: the abstractions' doctests in the patched tree ($LOGS/series-kunit.log)"
 		rc=1
 	fi
 fi

@@ -20,23 +20,44 @@
 //!
 //! # Examples
 //!
-//! ```ignore
-//! use kernel::llist::{Chain, LlistHead};
+//! ```
+//! use core::ptr::NonNull;
+//! use kernel::bindings;
+//! use kernel::llist::LlistHead;
 //!
+//! #[derive(Default)]
 //! struct Buffer {
 //!     node: bindings::llist_node,
 //!     len: usize,
 //! }
 //! kernel::impl_has_llist_node!(Buffer, node);
 //!
-//! // SAFETY: `head` is an initialised `llist_head` of `Buffer`s.
-//! let free = unsafe { LlistHead::<Buffer>::from_raw(head) };
-//! // SAFETY: `buf` is on no list; the list may link it until it is taken.
-//! unsafe { free.push(buf) };
-//! // SAFETY: no consumer of this list uses `pop_first`.
-//! for buf in unsafe { free.take_all() } {
-//!     // `buf` is ours again.
+//! // A list head and two buffers, as C code would embed them in its own
+//! // objects.
+//! let mut head = KBox::new(bindings::llist_head::default(), GFP_KERNEL)?;
+//! let mut small = KBox::new(Buffer { len: 512, ..Default::default() }, GFP_KERNEL)?;
+//! let mut large = KBox::new(Buffer { len: 4096, ..Default::default() }, GFP_KERNEL)?;
+//!
+//! // SAFETY: `head` is an initialised, empty `llist_head` that only
+//! // `Buffer`s join, and it outlives `free`.
+//! let free = unsafe { LlistHead::<Buffer>::from_raw(&mut *head) };
+//! // SAFETY: `small` is on no list and stays allocated until it is taken
+//! // off below.
+//! unsafe { free.push(NonNull::from(&mut *small)) };
+//! // SAFETY: as `small`, `large` is on no list and outlives its time on it.
+//! unsafe { free.push(NonNull::from(&mut *large)) };
+//!
+//! // SAFETY: no one calls `pop_first` on this list.
+//! let chain = unsafe { free.take_all() };
+//! assert!(free.is_empty());
+//! let mut lens = [0usize; 2];
+//! for (slot, buf) in lens.iter_mut().zip(chain) {
+//!     // SAFETY: the buffers outlive the chain, and nothing writes them.
+//!     *slot = unsafe { buf.as_ref() }.len;
 //! }
+//! // Newest first.
+//! assert_eq!(lens, [4096, 512]);
+//! # Ok::<(), Error>(())
 //! ```
 
 use crate::bindings;

@@ -19,12 +19,15 @@
 //!
 //! # Examples
 //!
-//! ```ignore
-//! use kernel::rdma::cq::{self, CompletionHandler, WorkCompletion};
+//! ```
+//! use core::ptr::{null_mut, NonNull};
+//! use kernel::bindings;
+//! use kernel::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
 //!
+//! #[derive(Default)]
 //! struct Request {
 //!     cqe: bindings::ib_cqe,
-//!     // ...
+//!     flushed: bool,
 //! }
 //! kernel::impl_has_cqe!(Request, cqe);
 //!
@@ -32,15 +35,35 @@
 //! impl CompletionHandler for RequestDone {
 //!     type Item = Request;
 //!     unsafe fn done(wc: &WorkCompletion, req: NonNull<Request>) {
-//!         if !wc.is_success() {
-//!             // ...
-//!         }
+//!         // SAFETY: the request outlives its work request, and nothing
+//!         // else touches it while its completion runs (`set_done` below).
+//!         unsafe { (*req.as_ptr()).flushed = wc.is_flushed() };
 //!     }
 //! }
 //!
-//! // Before posting a work request whose `wr_cqe` is `&req.cqe`:
-//! // SAFETY: every WR posted with this cqe is for `req`, a `Request`.
-//! unsafe { cq::set_done::<RequestDone>(req_ptr) };
+//! let mut req = KBox::new(Request::default(), GFP_KERNEL)?;
+//! let item = NonNull::from(&mut *req);
+//! // Before posting a work request whose `wr_cqe` is the request's `cqe`:
+//! // SAFETY: the request is live until its completion has run, and every
+//! // work request posted with this `ib_cqe` is for it.
+//! unsafe { cq::set_done::<RequestDone>(item) };
+//!
+//! // What the RDMA core does when that work request is flushed.
+//! let mut wc = bindings::ib_wc {
+//!     status: bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+//!     ..Default::default()
+//! };
+//! // SAFETY: `item` points to the live request.
+//! wc.__bindgen_anon_1.wr_cqe = unsafe { Request::raw_get_cqe(item.as_ptr()) };
+//! // SAFETY: `item` points to the live request, borrowed nowhere else.
+//! if let Some(done) = unsafe { (*item.as_ptr()).cqe.done } {
+//!     // SAFETY: the `done` that `set_done` stored, called as the RDMA
+//!     // core calls it, with a completion valid for the call.
+//!     unsafe { done(null_mut(), &mut wc) };
+//! }
+//! // SAFETY: the completion has run; `item` points to the live request.
+//! assert!(unsafe { item.as_ref() }.flushed);
+//! # Ok::<(), Error>(())
 //! ```
 
 use crate::bindings;
@@ -153,7 +176,9 @@ pub unsafe trait HasCqe {
 ///
 /// # Examples
 ///
-/// ```ignore
+/// ```
+/// use kernel::bindings;
+///
 /// struct Request {
 ///     cqe: bindings::ib_cqe,
 /// }
