@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# series-check.sh: builds the series scripts/series.sh made, patch by
-# patch, in its kernel tree, and runs the abstractions' KUnit suites there
-# with the kernel's kunit.py (Documentation/intree.rst):
+# series-check.sh [all|am]: builds the series scripts/series.sh made, in
+# its kernel tree, and runs the KUnit suites there with the kernel's
+# kunit.py (Documentation/intree.rst).
+#
+# am (make check's intree phase): git am of the series' patches onto a
+# clean v7.3.4 branch, one incremental build (its own build directory,
+# kept, seeded from the test kernel's objects) and kunit.py run, the
+# checks of the last item below.
+#
+# all (make series-check):
 #
 #   - every patch: an incremental build (make, the test kernel's config
 #     with the series' KUnit options on, the Send path's Kconfig choice at
@@ -43,6 +50,12 @@ TREE=$CACHE/series/linux-$kver
 BUILD=build-series
 g() { git -C "$TREE" "$@"; }
 g rev-parse -q --verify series >/dev/null || die "no series in $TREE: run make series"
+MODE=${1:-all}
+case $MODE in
+all) ;;
+am) BUILD=build-am ;;
+*) die "usage: series-check.sh [all|am]" ;;
+esac
 
 # The options every patch is built with (the choice at its default; an
 # option a patch adds later is dropped by olddefconfig before it), and for
@@ -65,13 +78,18 @@ KUNITCONFIG=$CACHE/series/series.kunitconfig
 	cat "$TOP/.kunitconfig"
 } >"$KUNITCONFIG"
 
-seed="$KB $(sha256sum <"$OPTIONS" | cut -c1-12)"
+# The build directory's config: the per-patch options for all, the kunit.py
+# configuration for am (which then builds only what the series changes).
+SEEDCONFIG=$OPTIONS
+[ "$MODE" = am ] && SEEDCONFIG=$KUNITCONFIG
+seed="$KB $(sha256sum <"$SEEDCONFIG" | cut -c1-12)"
 if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
 	say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
 	rm -rf "${TREE:?}/$BUILD"
 	cp -a "$KB" "$TREE/$BUILD"
 	rm -rf "$TREE/$BUILD/.modinst" "$TREE/$BUILD/.build-complete"
 	echo "$seed" >"$TREE/$BUILD/.seeded-from"
+	SEEDED=1
 fi
 
 # What the test kernel's own patches changed: rebuilt from this tree.
@@ -94,81 +112,100 @@ config() {
 
 rc=0
 base="v$kver"
-for c in $(g rev-list --reverse "$base..series"); do
-	subject=$(g log -1 --format=%s "$c")
-	g checkout -q -f "$c"
-	touch_patched
-	config || { bad "series: configuring for '$subject' failed"; rc=1; break; }
-	log=$LOGS/series-build-$(g log -1 --format=%h "$c").log
-	start=$(date +%s)
-	if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1; then
-		# New warnings: those naming a file this patch touches.
-		files=$(g diff --name-only "$c^" "$c" | paste -sd'|')
-		warns=$(grep -E "warning" "$log" | grep -E "$files" || true)
-		if [ -n "$warns" ]; then
-			printf '%s\n' "$warns" | head -n 10 | sed 's/^/    /'
-			bad "series: '$subject' builds with warnings ($log)"
-			rc=1
+if [ "$MODE" = am ]; then
+	# The patches as a maintainer takes them, onto a clean branch.
+	SERIES_OUT=${SERIES_OUT:-$CACHE/series/out}
+	mapfile -t patches < <(ls "$SERIES_OUT"/0*.patch 2>/dev/null | grep -v '/0000-')
+	g checkout -q -f -B series-am "$base"
+	if [ ${#patches[@]} -gt 0 ] &&
+		g -c user.name=series-check -c user.email=series-check@localhost \
+			am -q --committer-date-is-author-date "${patches[@]}" >"$LOGS/series-am.log" 2>&1; then
+		ok "series: git am of ${#patches[@]} patches onto v$kver"
+	else
+		g am --abort >/dev/null 2>&1
+		sed 's/^/    /' "$LOGS/series-am.log" 2>/dev/null | head -n 10
+		bad "series: the patches of $SERIES_OUT do not apply with git am onto v$kver"
+		rc=1
+	fi
+	# Later runs find objects built from this tree's own sources.
+	[ -z "${SEEDED:-}" ] || touch_patched
+else
+	for c in $(g rev-list --reverse "$base..series"); do
+		subject=$(g log -1 --format=%s "$c")
+		g checkout -q -f "$c"
+		touch_patched
+		config || { bad "series: configuring for '$subject' failed"; rc=1; break; }
+		log=$LOGS/series-build-$(g log -1 --format=%h "$c").log
+		start=$(date +%s)
+		if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1; then
+			# New warnings: those naming a file this patch touches.
+			files=$(g diff --name-only "$c^" "$c" | paste -sd'|')
+			warns=$(grep -E "warning" "$log" | grep -E "$files" || true)
+			if [ -n "$warns" ]; then
+				printf '%s\n' "$warns" | head -n 10 | sed 's/^/    /'
+				bad "series: '$subject' builds with warnings ($log)"
+				rc=1
+			else
+				ok "series: '$subject' builds incrementally ($(($(date +%s) - start)) s)"
+			fi
 		else
-			ok "series: '$subject' builds incrementally ($(($(date +%s) - start)) s)"
-		fi
-	else
-		grep -E "error" "$log" | head -n 15 | sed 's/^/    /'
-		bad "series: '$subject' does not build ($log)"
-		rc=1
-		break
-	fi
-done
-
-# The driver with the choice on Rust, in the test kernel's config (rpcrdma
-# a module), then clippy on its directory, then rustfmt over the tree.
-if [ $rc = 0 ]; then
-	log=$LOGS/series-build-rust-choice.log
-	start=$(date +%s)
-	"$TREE/scripts/config" --file "$TREE/$BUILD/.config" \
-		-d SUNRPC_XPRT_RDMA_SENDTO_C -e SUNRPC_XPRT_RDMA_RUST_SENDTO
-	if run_logged series-config-rust make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig &&
-		grep -qx CONFIG_SUNRPC_XPRT_RDMA_RUST_SENDTO=y "$TREE/$BUILD/.config" &&
-		make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1; then
-		x=$TREE/$BUILD/net/sunrpc/xprtrdma
-		warns=$(grep -E "warning" "$log" | grep -E "sendto_rs|xprtrdma/Makefile" || true)
-		if [ -n "$warns" ]; then
-			printf '%s\n' "$warns" | head -n 10 | sed 's/^/    /'
-			bad "series: the Rust choice builds with warnings ($log)"
+			grep -E "error" "$log" | head -n 15 | sed 's/^/    /'
+			bad "series: '$subject' does not build ($log)"
 			rc=1
-		elif [ -f "$x/sendto_rs/svc_rdma_sendto_rs.o" ] && grep -q sendto_rs/svc_rdma_sendto_rs.o "$x/rpcrdma.mod" &&
-			! grep -qw svc_rdma_sendto.o "$x/rpcrdma.mod"; then
-			ok "series: the Rust choice builds rpcrdma.ko from sendto_rs/ ($(($(date +%s) - start)) s)"
+			break
+		fi
+	done
+
+	# The driver with the choice on Rust, in the test kernel's config (rpcrdma
+	# a module), then clippy on its directory, then rustfmt over the tree.
+	if [ $rc = 0 ]; then
+		log=$LOGS/series-build-rust-choice.log
+		start=$(date +%s)
+		"$TREE/scripts/config" --file "$TREE/$BUILD/.config" \
+			-d SUNRPC_XPRT_RDMA_SENDTO_C -e SUNRPC_XPRT_RDMA_RUST_SENDTO
+		if run_logged series-config-rust make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig &&
+			grep -qx CONFIG_SUNRPC_XPRT_RDMA_RUST_SENDTO=y "$TREE/$BUILD/.config" &&
+			make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1; then
+			x=$TREE/$BUILD/net/sunrpc/xprtrdma
+			warns=$(grep -E "warning" "$log" | grep -E "sendto_rs|xprtrdma/Makefile" || true)
+			if [ -n "$warns" ]; then
+				printf '%s\n' "$warns" | head -n 10 | sed 's/^/    /'
+				bad "series: the Rust choice builds with warnings ($log)"
+				rc=1
+			elif [ -f "$x/sendto_rs/svc_rdma_sendto_rs.o" ] && grep -q sendto_rs/svc_rdma_sendto_rs.o "$x/rpcrdma.mod" &&
+				! grep -qw svc_rdma_sendto.o "$x/rpcrdma.mod"; then
+				ok "series: the Rust choice builds rpcrdma.ko from sendto_rs/ ($(($(date +%s) - start)) s)"
+			else
+				bad "series: the Rust choice did not put sendto_rs/ in place of svc_rdma_sendto.o ($x/rpcrdma.mod)"
+				rc=1
+			fi
 		else
-			bad "series: the Rust choice did not put sendto_rs/ in place of svc_rdma_sendto.o ($x/rpcrdma.mod)"
+			grep -E "error" "$log" | head -n 15 | sed 's/^/    /'
+			bad "series: the Rust choice does not build ($log)"
 			rc=1
 		fi
-	else
-		grep -E "error" "$log" | head -n 15 | sed 's/^/    /'
-		bad "series: the Rust choice does not build ($log)"
-		rc=1
 	fi
-fi
-if [ $rc = 0 ]; then
-	log=$LOGS/series-clippy.log
-	if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" CLIPPY=1 -j"$(nproc)" \
-		net/sunrpc/xprtrdma/ >"$log" 2>&1 && ! grep -qE '^(warning|error)' "$log"; then
-		ok "series: clippy clean on net/sunrpc/xprtrdma/sendto_rs/"
-	else
-		grep -E -A5 '^(warning|error)' "$log" | head -n 20 | sed 's/^/    /'
-		bad "series: clippy on net/sunrpc/xprtrdma/ ($log)"
-		rc=1
+	if [ $rc = 0 ]; then
+		log=$LOGS/series-clippy.log
+		if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" CLIPPY=1 -j"$(nproc)" \
+			net/sunrpc/xprtrdma/ >"$log" 2>&1 && ! grep -qE '^(warning|error)' "$log"; then
+			ok "series: clippy clean on net/sunrpc/xprtrdma/sendto_rs/"
+		else
+			grep -E -A5 '^(warning|error)' "$log" | head -n 20 | sed 's/^/    /'
+			bad "series: clippy on net/sunrpc/xprtrdma/ ($log)"
+			rc=1
+		fi
+		log=$LOGS/series-rustfmt.log
+		if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" rustfmtcheck >"$log" 2>&1; then
+			ok "series: rustfmtcheck clean"
+		else
+			head -n 20 "$log" | sed 's/^/    /'
+			bad "series: rustfmtcheck ($log)"
+			rc=1
+		fi
 	fi
-	log=$LOGS/series-rustfmt.log
-	if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" rustfmtcheck >"$log" 2>&1; then
-		ok "series: rustfmtcheck clean"
-	else
-		head -n 20 "$log" | sed 's/^/    /'
-		bad "series: rustfmtcheck ($log)"
-		rc=1
-	fi
-fi
 
+fi
 if [ $rc = 0 ]; then
 	# kunit.py takes the build's .config as its own when it holds the
 	# kunitconfig and last_used_kunitconfig names the same entries.
@@ -235,8 +272,10 @@ g checkout -q -f series
 # One set of files, two forms: the module built out of tree against the
 # patched kernel must take the kernel crate's abstractions (Kbuild's
 # rpcrdma_kernel_abstractions), with no copy of its own and the kernel's
-# helpers.
-if [ $rc = 0 ]; then
+# helpers. Against the kunit.py configuration (rpcrdma built in, the Rust
+# choice): Kbuild gives the out-of-tree build the C choice whatever the
+# kernel chose.
+if [ $rc = 0 ] && [ "$MODE" = all ]; then
 	if KDIR=$TREE/$BUILD bash "$TOP/scripts/build-module.sh" rust rust-series >/dev/null 2>&1; then
 		syms=$(nm "$TOP/$MODULE_OUT/rust-series/rpcrdma.ko")
 		if grep -qE ' U rust_helper_llist_add$' <<<"$syms" &&
@@ -251,5 +290,7 @@ if [ $rc = 0 ]; then
 		rc=1
 	fi
 fi
-echo "$PASSED passed, $FAILED failed"
+# Not "N passed, N failed": the kunit.py cases' line above is the count
+# make check takes.
+echo "series-check: $PASSED passed, $FAILED failed"
 exit $rc

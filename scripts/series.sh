@@ -51,15 +51,15 @@ fi
 
 g() { git -C "$TREE" "$@"; }
 g checkout -q -f -B series "v$kver"
-# (series-check.sh's build directory stays.)
-g clean -q -fdx -e /build-series/
+# (series-check.sh's build directories stay.)
+g clean -q -fdx -e "/build-*/"
 
 # commit SUBJECT: commits what changed, with SUBJECT and the body on stdin.
 # The dates are fixed, so that the same files give the same patches.
 commit() {
 	# -f: Debian's .gitignore ignores every top-level path; the build
 	# directory of series-check.sh is not the series'.
-	g add -A -f -- . ':(exclude)build-series'
+	g add -A -f -- . ':(exclude)build-series' ':(exclude)build-am'
 	GIT_AUTHOR_DATE="2026-12-07T00:00:00Z" GIT_COMMITTER_DATE="2026-12-07T00:00:00Z" \
 		g -c user.name="${AUTHOR% <*}" -c user.email="$(sed 's/.*<\(.*\)>/\1/' <<<"$AUTHOR")" \
 		commit -q --author="$AUTHOR" -F - || die "series: nothing to commit for '$1'"
