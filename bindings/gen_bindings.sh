@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# gen_bindings.sh BINDGEN OUT HEADER KERNEL_RUST_DIR ALLOWLIST KERNEL_BINDINGS CC_IS SRCARCH -- CFLAGS...
+# gen_bindings.sh BINDGEN OUT HEADER KERNEL_RUST_DIR ALLOWLIST KERNEL_BINDINGS \
+#                 CC_IS SRCARCH -- CFLAGS...
 #
 # Run bindgen on HEADER with the kernel's own parameters
 # (KERNEL_RUST_DIR/bindgen_parameters, minus cfi_encoding, allowed only
@@ -35,7 +36,8 @@ if [ "$CC_IS" = gcc ]; then
 	# The value of `bindgen_skip_c_flags := ...` with its continuation lines.
 	skip=$(sed -n '/^bindgen_skip_c_flags[[:space:]]*:=/,/[^\\]$/p' "$KRUST/Makefile" |
 		sed -e 's/^bindgen_skip_c_flags[[:space:]]*:=//' -e 's/\\$//' | tr '\n\t' '  ')
-	target=$(sed -n "s/^BINDGEN_TARGET_$SRCARCH[[:space:]]*:=[[:space:]]*//p" "$KRUST/Makefile" | head -n 1)
+	target=$(sed -n "s/^BINDGEN_TARGET_$SRCARCH[[:space:]]*:=[[:space:]]*//p" \
+		"$KRUST/Makefile" | head -n 1)
 	[ -n "$skip" ] || die "no bindgen_skip_c_flags in $KRUST/Makefile"
 	[ -n "$target" ] || die "no BINDGEN_TARGET_$SRCARCH in $KRUST/Makefile"
 	for f in "$@"; do

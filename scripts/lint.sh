@@ -33,7 +33,7 @@ else
 fi
 
 files=(src/*.c src/*.h src/*.rs src/proto/*.rs src/abstractions/*.rs src/abstractions/send_ctxt/*.rs \
-	src/rust/kernel/*.rs src/rust/kernel/*/*.rs src/rust/helpers/*.c Kbuild Kconfig)
+	src/rust/kernel/*.rs src/rust/kernel/*/*.rs src/rust/helpers/*.c Kbuild Kconfig src/Makefile)
 if perl "$KSRC/scripts/checkpatch.pl" --no-tree --terse --strict -f "${files[@]}" \
 	>"$LOGS/checkpatch.log" 2>&1 && ! grep -qE ': (ERROR|WARNING|CHECK):' "$LOGS/checkpatch.log"; then
 	pass "checkpatch.pl --strict: ${#files[@]} files clean"

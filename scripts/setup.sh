@@ -11,7 +11,7 @@
 HOST_PKGS="clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev
 libssl-dev debootstrap cpio kmod make gcc libc6-dev python3 rsync zstd xz-utils
 dwarves qemu-system-x86 qemu-system-data git ca-certificates debian-archive-keyring dkms
-patch busybox-static"
+patch busybox-static python3-ply python3-git"
 
 BINDGEN_VERSION=0.72.1
 BACKPORTS_LIST=/etc/apt/sources.list.d/rpcrdma-rs-trixie-backports.sources
