@@ -29,7 +29,7 @@ help:
 	@echo "make lint     rustfmt, checkpatch, kernel-doc, clippy"
 	@echo "make check-debug     reliability suites on a KASAN/lockdep/kmemleak kernel"
 	@echo "make check-iommu     DMA-mapped phases behind an emulated IOMMU (strict)"
-	@echo "make check-intree   graft into the kernel tree, run our suites with kunit.py"
+	@echo "make check-intree   the series applied with git am to v7.3.4, built, our suites run by kunit.py"
 	@echo "make series  the generic abstractions as an RFC patch series against v7.3.4 (OUT=dir)"
 	@echo "make series-check   build that series patch by patch, then kunit.py in the patched tree"
 	@echo "make conformance  two-VM conformance suite, both flavours, wire-checked with tshark"
@@ -63,9 +63,10 @@ module-c module-rust: $(if $(KDIR),,kernel)
 host-test:
 	@scripts/check.sh host
 
-# Graft into a copy of the kernel tree and run our KUnit suites with the
-# kernel's kunit.py, its build seeded from the test kernel's objects. Part
-# of `make check` (the intree phase).
+# The series (make series) applied with git am to a clean v7.3.4 branch,
+# built incrementally from the test kernel's objects, our KUnit suites and
+# the abstractions' doctests run by the kernel's kunit.py. Part of `make
+# check` (the intree phase).
 check-intree: setup
 	@scripts/check.sh intree
 

@@ -4,8 +4,8 @@
 # Build the test kernel into build-<version>-<hash of the config fragments
 # and kernel patches> inside the (patched, hard-link copy of the) source it
 # is built from (lib.sh kernel_build): O= a subdirectory, so Kbuild's
-# command lines name the source "..", and scripts/kunit-intree.sh can build
-# its KUnit kernel from a copy of this one incrementally. The source files
+# command lines name the source "..", and scripts/series-check.sh can build
+# the series' kernels from a copy of this one incrementally. The source files
 # stay untouched. Rebuilt only when the key changes or a previous build did
 # not finish.
 # Prints the build dir last.

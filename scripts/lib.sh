@@ -295,8 +295,9 @@ in_rootfs() {
 config_key()  { { config_fragments | xargs cat; patch_diffs $(kernel_patches); } | sha256sum | cut -c1-12; }
 # The test kernel's object tree, a subdirectory of the source it is built
 # from: Kbuild then names the source "..", so no command line holds an
-# absolute path, and a copy of both (scripts/kunit-intree.sh) rebuilds only
-# what its own config changes.
+# absolute path, and a copy of the objects in another tree of the same
+# source (scripts/series-check.sh) rebuilds only what its own config and
+# patches change.
 kernel_build() { echo "$(kernel_build_src)/build-$KVER_PKG-${KERNEL_VARIANT:+$KERNEL_VARIANT-}$(config_key)"; }
 
 # check_qemu_plugin_api WHAT: dies unless this QEMU is 7.2 (plugin interface

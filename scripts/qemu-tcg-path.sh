@@ -5,7 +5,7 @@
 # the "-accel kvm" and "-accel hvf" kunit.py passes (it asks for KVM
 # first), so that QEMU uses TCG: nested KVM does not boot our kernels on
 # these machines. Prints DIR, to put first in PATH. For kunit.py runs
-# (kunit-intree.sh, series-check.sh).
+# (series-check.sh).
 set -eu
 dir=${1:?usage: qemu-tcg-path.sh DIR}
 mkdir -p "$dir"
