@@ -238,6 +238,52 @@ A KUnit suite (CONFIG_RUST_RDMA_KUNIT_TEST) plays the RDMA core: it calls
 the stored `done` with a completion that carries an object's `ib_cqe`.
 EOF
 
+# in_tree_rs: a Rust file of the driver as it is in a kernel tree, stdin to
+# stdout. The kernel crate has the abstractions there, so what only the
+# out-of-tree module needs goes: each item under
+# #[cfg(not(rpcrdma_kernel_abstractions))], with the comment just above it
+# (the module's own copy of src/rust/kernel/, whose #[path] rustfmt would
+# look for, the helpers' bindings, the kernel crate's paths for that copy),
+# and the #[cfg(rpcrdma_kernel_abstractions)] of what stays.
+in_tree_rs() {
+	python3 -c '
+import sys
+lines = sys.stdin.read().split("\n")
+out = []
+i = 0
+while i < len(lines):
+    line = lines[i]
+    if line == "#[cfg(rpcrdma_kernel_abstractions)]":
+        i += 1
+        continue
+    if line != "#[cfg(not(rpcrdma_kernel_abstractions))]":
+        out.append(line)
+        i += 1
+        continue
+    while out and out[-1].startswith("//"):
+        out.pop()
+    depth = 0
+    while i < len(lines):
+        item = lines[i]
+        depth += sum(item.count(c) for c in "([{") - sum(item.count(c) for c in ")]}")
+        i += 1
+        if depth == 0 and item.rstrip().endswith((";", "}")):
+            break
+    else:
+        sys.exit("in_tree_rs: an item under cfg(not(rpcrdma_kernel_abstractions)) does not end")
+# What was removed leaves no run of blank lines (rustfmt keeps one at most).
+kept = []
+for line in out:
+    if line == "" and kept and kept[-1] == "":
+        continue
+    kept.append(line)
+text = "\n".join(kept).rstrip("\n") + "\n"
+if "rpcrdma_kernel_abstractions" in text:
+    sys.exit("in_tree_rs: rpcrdma_kernel_abstractions left in a form this filter does not know")
+sys.stdout.write(text)
+'
+}
+
 # 5. The driver: this tree's src/ as net/sunrpc/xprtrdma/sendto_rs/ (less
 # the abstractions, which the kernel crate has now, and the out-of-tree
 # module's version string), bindings/ beneath it, Kconfig as its Kconfig
@@ -252,7 +298,10 @@ git -C "$TOP" ls-files -z -- src bindings .kunitconfig |
 		*) to=$D/$f ;;
 		esac
 		mkdir -p "$(dirname "$to")"
-		cp "$TOP/$f" "$to"
+		case $f in
+		*.rs) in_tree_rs <"$TOP/$f" >"$to" || die "series: $f" ;;
+		*) cp "$TOP/$f" "$to" ;;
+		esac
 	done
 cp "$TOP/Kconfig" "$D/Kconfig"
 python3 - "$TREE" <<'EOF' || die "series: the driver's Kconfig and Makefile hooks do not apply"
@@ -288,7 +337,8 @@ edit("net/sunrpc/xprtrdma/Makefile",
      "rpcrdma_rs := sendto_rs\n"
      "rpcrdma_rs_bindings := sendto_rs/bindings\n"
      "include $(src)/sendto_rs/Makefile\n"
-     "endif\n")
+     "endif\n"
+     "clean-files += sendto_rs/bindings/*_generated.rs\n")
 EOF
 maintainers_entry "KERNEL NFSD BLOCK and SCSI LAYOUT DRIVER" \
 	"KERNEL NFSD RPC-OVER-RDMA SEND PATH [RUST]" \

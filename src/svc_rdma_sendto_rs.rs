@@ -36,13 +36,12 @@
 //! - `proto`: safe, kernel-independent code (RPC-over-RDMA encoding and
 //!   Send planning) that the host tests compile too.
 //!
-//! Generic abstractions, with no svcrdma knowledge, live under
-//! `src/rust/kernel/` laid out as they would sit in a kernel tree
-//! (`rust/kernel/rdma/cq.rs` is `kernel::rdma::cq`), and are written
-//! against the kernel crate's own paths (`crate::bindings`,
-//! `crate::types`, ...). The kernel crate does not have them, so this crate
-//! compiles the same files into itself, as [`rdma`], and provides those
-//! paths below (`Documentation/intree.rst`).
+//! Generic abstractions, with no svcrdma knowledge, are the kernel crate's
+//! (`kernel::llist`, `kernel::rdma`). A kernel without them gets the same
+//! files compiled into this crate: the out-of-tree module's source has them
+//! as `src/rust/kernel/`, laid out as in a kernel tree and written against
+//! the kernel crate's own paths (`crate::bindings`, `crate::types`, ...),
+//! which the crate root then provides (`Documentation/intree.rst`).
 
 mod abstractions;
 mod ctxt;

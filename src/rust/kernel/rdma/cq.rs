@@ -20,7 +20,7 @@
 //! # Examples
 //!
 //! ```
-//! use core::ptr::{null_mut, NonNull};
+//! use core::ptr::{addr_of_mut, null_mut, NonNull};
 //! use kernel::bindings;
 //! use kernel::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
 //!
@@ -53,8 +53,14 @@
 //!     status: bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
 //!     ..Default::default()
 //! };
-//! // SAFETY: `item` points to the live request.
-//! wc.__bindgen_anon_1.wr_cqe = unsafe { Request::raw_get_cqe(item.as_ptr()) };
+//! // SAFETY: `item` points to the live request; the completion's `wr_cqe`
+//! // is written at its id union's address, where every member of a C
+//! // union starts, whatever shape bindgen gave the union.
+//! unsafe {
+//!     addr_of_mut!(wc.__bindgen_anon_1)
+//!         .cast::<*mut bindings::ib_cqe>()
+//!         .write(Request::raw_get_cqe(item.as_ptr()))
+//! };
 //! // SAFETY: `item` points to the live request, borrowed nowhere else.
 //! if let Some(done) = unsafe { (*item.as_ptr()).cqe.done } {
 //!     // SAFETY: the `done` that `set_done` stored, called as the RDMA
