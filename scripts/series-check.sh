@@ -18,7 +18,8 @@
 #     patch touches;
 #   - the last, again with the choice on Rust: rpcrdma.ko must be built
 #     from sendto_rs/ instead of svc_rdma_sendto.o, with no warning from
-#     it, and clippy (CLIPPY=1) clean on that directory; rustfmtcheck;
+#     it, and clippy (CLIPPY=1) clean on that directory and the kernel
+#     crate; rustfmtcheck;
 #   - kunit.py run with the driver's .kunitconfig added (the RDMA core,
 #     sunrpc and rpcrdma built in): rust_kernel_llist, rust_kernel_rdma_cq
 #     and the driver's rpcrdma_rs_* suites must pass.
@@ -33,8 +34,8 @@
 #   - then rpcrdma.ko, built out of tree against the patched kernel, must
 #     use the kernel crate's abstractions instead of its own copy.
 #
-# Not yet checked: clippy of the kernel crate's new files (CLIPPY=1 on
-# rust/ rebuilds the kernel crate).
+# CLIPPY=1 on the driver's directory rebuilds the kernel crate with clippy
+# first (its command line changed), so the abstractions are linted too.
 
 . "$(dirname "$0")/lib.sh"
 
