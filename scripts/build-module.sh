@@ -36,6 +36,10 @@ if [ -z "${KSRC:-}" ]; then
 fi
 XPRT=$KSRC/net/sunrpc/xprtrdma
 [ -f "$XPRT/Makefile" ] || die "KSRC=$KSRC has no net/sunrpc/xprtrdma: set KSRC= to the kernel source tree"
+# A kernel with rpcrdma built in has no module to replace: kbuild would
+# build nothing and say nothing (rpcrdma.o in the kernel's obj-y).
+grep -q '^CONFIG_SUNRPC_XPRT_RDMA=m' "$KDIR/.config" ||
+	die "KDIR=$KDIR does not build rpcrdma as a module (CONFIG_SUNRPC_XPRT_RDMA=m): there is no module to replace"
 if [ "$FLAVOUR" = rust ]; then
 	grep -q '^CONFIG_RUST=y' "$KDIR/.config" || die "KDIR=$KDIR is not built with CONFIG_RUST=y"
 	[ -f "$KDIR/rust/bindings/bindings_generated.rs" ] || die "KDIR=$KDIR lacks Rust metadata (rust/bindings)"
