@@ -213,6 +213,28 @@ else
 			rc=1
 		fi
 	fi
+	# One set of files, two forms: the module built out of tree against the
+	# patched kernel must take the kernel crate's abstractions (Kbuild's
+	# rpcrdma_kernel_abstractions), with no copy of its own and the kernel's
+	# helpers. Against the kernel of the Rust choice just built (rpcrdma a module;
+	# before clippy, which rebuilds the kernel crate but not vmlinux):
+	# Kbuild gives the out-of-tree build the C choice whatever the kernel
+	# chose, so that RPCRDMA_FLAVOUR alone decides.
+	if [ $rc = 0 ]; then
+		if KDIR=$TREE/$BUILD bash "$TOP/scripts/build-module.sh" rust rust-series >/dev/null 2>&1; then
+			syms=$(nm "$TOP/$MODULE_OUT/rust-series/rpcrdma.ko")
+			if grep -qE ' U rust_helper_llist_add$' <<<"$syms" &&
+				! grep -qE 'kernel_abstractions|T rust_helper_' <<<"$syms"; then
+				ok "series: rpcrdma.ko built against the patched tree uses kernel::llist, kernel::rdma and the kernel's helpers"
+			else
+				bad "series: rpcrdma.ko built against the patched tree has its own copy of the abstractions"
+				rc=1
+			fi
+		else
+			bad "series: rpcrdma.ko does not build against the patched tree ($LOGS/module-rust-series.log)"
+			rc=1
+		fi
+	fi
 	if [ $rc = 0 ]; then
 		log=$LOGS/series-clippy.log
 		if make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" CLIPPY=1 -j"$(nproc)" \
@@ -233,27 +255,6 @@ else
 		fi
 	fi
 
-	# One set of files, two forms: the module built out of tree against the
-	# patched kernel must take the kernel crate's abstractions (Kbuild's
-	# rpcrdma_kernel_abstractions), with no copy of its own and the kernel's
-	# helpers. Against the kernel of the Rust choice above (rpcrdma a module):
-	# Kbuild gives the out-of-tree build the C choice whatever the kernel
-	# chose, so that RPCRDMA_FLAVOUR alone decides.
-	if [ $rc = 0 ]; then
-		if KDIR=$TREE/$BUILD bash "$TOP/scripts/build-module.sh" rust rust-series >/dev/null 2>&1; then
-			syms=$(nm "$TOP/$MODULE_OUT/rust-series/rpcrdma.ko")
-			if grep -qE ' U rust_helper_llist_add$' <<<"$syms" &&
-				! grep -qE 'kernel_abstractions|T rust_helper_' <<<"$syms"; then
-				ok "series: rpcrdma.ko built against the patched tree uses kernel::llist, kernel::rdma and the kernel's helpers"
-			else
-				bad "series: rpcrdma.ko built against the patched tree has its own copy of the abstractions"
-				rc=1
-			fi
-		else
-			bad "series: rpcrdma.ko does not build against the patched tree ($LOGS/module-rust-series.log)"
-			rc=1
-		fi
-	fi
 
 fi
 if [ $rc = 0 ]; then
