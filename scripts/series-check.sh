@@ -12,17 +12,22 @@
 #
 # all (make series-check):
 #
+#   - checkpatch --strict on every patch (as in am);
 #   - every patch: an incremental build (make, the test kernel's config
 #     with the series' KUnit options on, the Send path's Kconfig choice at
 #     its default, C) must succeed with no new warning from the files the
 #     patch touches;
-#   - the last, again with the choice on Rust: rpcrdma.ko must be built
-#     from sendto_rs/ instead of svc_rdma_sendto.o, with no warning from
-#     it, and clippy (CLIPPY=1) clean on that directory and the kernel
-#     crate; rustfmtcheck;
+#   - the last, again with the choice on Rust (rpcrdma a module): it must
+#     be linked from sendto_rs/ instead of svc_rdma_sendto.o, with no
+#     warning from it; then rpcrdma.ko built out of tree against that
+#     kernel must use the kernel crate's abstractions instead of its own
+#     copy; then clippy (CLIPPY=1, which rebuilds the kernel crate with
+#     clippy first, its command line changed, so the abstractions are
+#     linted too) clean on net/sunrpc/xprtrdma/; rustfmtcheck;
 #   - kunit.py run with the driver's .kunitconfig added (the RDMA core,
-#     sunrpc and rpcrdma built in): rust_kernel_llist, rust_kernel_rdma_cq
-#     and the driver's rpcrdma_rs_* suites must pass.
+#     sunrpc and rpcrdma built in) and the kernel crate's doctests:
+#     rust_kernel_llist, rust_kernel_rdma_cq, the driver's rpcrdma_rs_*
+#     suites and the abstractions' doctests must pass.
 #
 # The build directory (build-series/ in the tree, kept across series.sh
 # runs) starts as a copy of the test kernel's objects, as the intree phase
@@ -30,12 +35,6 @@
 # kernel is built from the source with scripts/kernel-patches/ applied; the
 # files those patches change are touched after the copy, so that they are
 # rebuilt from the series' own (pristine) source.
-#
-#   - then rpcrdma.ko, built out of tree against the patched kernel, must
-#     use the kernel crate's abstractions instead of its own copy.
-#
-# CLIPPY=1 on the driver's directory rebuilds the kernel crate with clippy
-# first (its command line changed), so the abstractions are linted too.
 
 . "$(dirname "$0")/lib.sh"
 
