@@ -391,7 +391,8 @@ check_boot_watchdog() {
 # rpcrdma built in, the Send path's choice on Rust) and boots it with the
 # kernel's kunit.py: our suites, the abstractions' suites and their
 # doctests. Its checks, kunit.py's exit status and our cases from its JSON
-# results count.
+# results count. Then series-check.sh boot builds the series' kernel as a
+# server runs it (rpcrdma a module) and the conformance suite runs on it.
 do_intree() {
 	local log=$LOGS/check-intree.log rc=0 p n line series_failed=0
 	{ bash "$TOP/scripts/series.sh" && bash "$TOP/scripts/series-check.sh" am; } >"$log" 2>&1 || rc=$?
@@ -419,6 +420,27 @@ do_intree() {
 		return 1
 	fi
 	ok "kunit.py in the series' tree: $(grep -oE 'Ran [0-9]+ tests: .*' "$LOGS/series-kunit.log" | tail -n 1)"
+
+	# The series' kernel booted: built with the test kernel's config and
+	# patches and the choice on Rust (series-check.sh boot), then the
+	# conformance suite over soft-RoCE against its own rpcrdma.ko,
+	# DMA-mapped, wire-checked, in place of a module of ours.
+	local boot_log=$LOGS/check-intree-boot.log kb
+	rc=0
+	bash "$TOP/scripts/series-check.sh" boot >"$boot_log" 2>&1 || rc=$?
+	while IFS= read -r line; do
+		case $line in
+		PASS:*) ok "intree ${line#PASS: }" ;;
+		FAIL:*) bad "intree ${line#FAIL: }" ;;
+		esac
+	done < <(grep -E '^(PASS|FAIL): series' "$boot_log" || true)
+	kb=$(tail -n 1 "$boot_log")
+	if [ "$rc" != 0 ] || [ ! -f "$kb/.build-complete" ]; then
+		grep -q '^FAIL: series' "$boot_log" ||
+			bad "intree: the series' kernel to boot (exit $rc; log $boot_log)"
+		return 1
+	fi
+	VM_KERNEL_BUILD=$kb CONF_FABRICS=rxe CONF_TABLE=conformance-intree-table.txt relay_script "intree " bash "$TOP/scripts/conformance.sh" intree
 }
 
 # relay_guest PREFIX RUN: count the guest's PASS/FAIL lines as checks

@@ -19,6 +19,8 @@
 # the tracepoint parity are; the next fabrics run the rust flavour alone
 # (CONF_OTHER_FLAVOURS="c rust" runs both there too).
 # CONF_REUSE=1 checks the latest runs again instead of booting VMs.
+# Flavour intree is the rpcrdma.ko of the kernel the VMs boot, a kernel
+# built from the RFC series (make check's intree phase: VM_KERNEL_BUILD).
 # The server VMs run in the DMA-mapped mode (vm-run.sh -D: every mapping
 # real, bounced through swiotlb and checked by DMA-API debugging), so the
 # wire check and the data checks also catch a reply whose bytes the device
@@ -303,7 +305,9 @@ latest_run() {
 }
 
 mkdir -p "$LOGS"
-: >"$LOGS/conformance-table.txt"
+# CONF_TABLE: the table's file in $LOGS (the intree phase keeps its own).
+TABLE=$LOGS/${CONF_TABLE:-conformance-table.txt}
+: >"$TABLE"
 for FABRIC in "${FABRICS[@]}"; do
 	declare -A SRV=() CLI=()
 	secs=$FIO_SECONDS
@@ -353,6 +357,6 @@ for FABRIC in "${FABRICS[@]}"; do
 		compare_flavours "${FL[0]}" "${FL[1]}"
 		compare_events "${FL[0]}" "${FL[1]}"
 	fi
-	table | tee -a "$LOGS/conformance-table.txt" | sed 's/^/    /'
+	table | tee -a "$TABLE" | sed 's/^/    /'
 done
 [ "$FAILS" = 0 ]

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# series-check.sh [all|am]: builds the series scripts/series.sh made, in
-# its kernel tree, and runs the KUnit suites there with the kernel's
+# series-check.sh [all|am|boot]: builds the series scripts/series.sh made,
+# in its kernel tree, and runs the KUnit suites there with the kernel's
 # kunit.py (Documentation/intree.rst).
+#
+# boot (make check's intree phase, after am): the kernel that the phase
+# boots for the conformance suite. Branch series-boot is series-am (the
+# series as git am applied it) plus one commit of the test kernels' own
+# patches (scripts/kernel-patches/: the test drivers' DMA-mapped mode,
+# their checks and fixes; scripts/module-patches/: the C fixes every
+# rpcrdma.ko carries), which are not part of the series. It is built
+# incrementally in build-boot/ (kept, seeded from the test kernel's
+# objects) with the test kernel's config and the Send path's choice on
+# Rust, rpcrdma a module whose sendto_rs/ replaces svc_rdma_sendto.o. The
+# last line of output is the build directory, for scripts/vm-run.sh
+# (VM_KERNEL_BUILD).
 #
 # am (make check's intree phase): git am of the series' patches onto a
 # clean v7.3.4 branch, one incremental build (its own build directory,
@@ -54,8 +66,63 @@ MODE=${1:-all}
 case $MODE in
 all) ;;
 am) BUILD=build-am ;;
-*) die "usage: series-check.sh [all|am]" ;;
+boot) BUILD=build-boot ;;
+*) die "usage: series-check.sh [all|am|boot]" ;;
 esac
+
+# boot: the series-am branch and the test kernel's patches, built with the
+# test kernel's config and the choice on Rust (see the header).
+if [ "$MODE" = boot ]; then
+	g rev-parse -q --verify series-am >/dev/null || die "no series-am branch in $TREE: run series-check.sh am"
+	# Seeded from the test kernel's objects, which were built from the
+	# same patched sources: only what differs from them is rebuilt (a file
+	# git checkout writes is newer than its object).
+	seed="$KB boot"
+	if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
+		say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
+		rm -rf "${TREE:?}/$BUILD"
+		cp -a "$KB" "$TREE/$BUILD"
+		rm -rf "$TREE/$BUILD/.modinst" "$TREE/$BUILD/.build-complete"
+		echo "$seed" >"$TREE/$BUILD/.seeded-from"
+	fi
+	rm -f "$TREE/$BUILD/.build-complete"
+	g checkout -q -f -B series-boot series-am
+	for p in $(kernel_patches); do
+		patch -d "$TREE" -p1 --no-backup-if-mismatch -s <"$p" >&2 || {
+			g checkout -q -f series
+			die "series-check: the test kernel patch $p does not apply on series-am"
+		}
+	done
+	g add -A -f -- . ':(exclude)build-*'
+	g -c user.name=series-check -c user.email=series-check@localhost commit -q \
+		-m "test kernels' own patches (scripts/kernel-patches, scripts/module-patches); not part of the series"
+	cp "$KB/.config" "$TREE/$BUILD/.config"
+	"$TREE/scripts/config" --file "$TREE/$BUILD/.config" \
+		-d SUNRPC_XPRT_RDMA_SENDTO_C -e SUNRPC_XPRT_RDMA_RUST_SENDTO
+	log=$LOGS/series-build-boot.log
+	x=$TREE/$BUILD/net/sunrpc/xprtrdma
+	start=$(date +%s)
+	rm -f "$x/rpcrdma.mod"
+	say "series-check: building the series' kernel to boot (test config, the Rust choice), log $log"
+	if (run_logged series-config-boot make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" olddefconfig) &&
+		grep -qx CONFIG_SUNRPC_XPRT_RDMA=m "$TREE/$BUILD/.config" &&
+		grep -qx CONFIG_SUNRPC_XPRT_RDMA_RUST_SENDTO=y "$TREE/$BUILD/.config" &&
+		make -C "$TREE" O="$BUILD" LLVM="$LLVM_SUFFIX" -j"$(nproc)" >"$log" 2>&1 &&
+		grep -q sendto_rs/svc_rdma_sendto_rs.o "$x/rpcrdma.mod" && ! grep -qw svc_rdma_sendto.o "$x/rpcrdma.mod"; then
+		# vm-run.sh installs the modules again for this build.
+		rm -rf "$TREE/$BUILD/.modinst"
+		touch "$TREE/$BUILD/.build-complete"
+		ok "series: the series' kernel with the Rust choice, to boot (git am'd series plus the test kernels' patches), built incrementally ($(($(date +%s) - start)) s)"
+	else
+		{ grep -E "error" "$log" | head -n 15 | sed 's/^/    /'; } || true
+		bad "series: the series' kernel to boot does not build, or rpcrdma.ko does not take sendto_rs/ ($log)"
+	fi
+	g checkout -q -f series
+	echo "series-check: $PASSED passed, $FAILED failed"
+	[ "$FAILED" = 0 ] || exit 1
+	echo "$TREE/$BUILD"
+	exit 0
+fi
 
 # The options every patch is built with (the choice at its default; an
 # option a patch adds later is dropped by olddefconfig before it), and for

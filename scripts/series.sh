@@ -59,7 +59,7 @@ g clean -q -fdx -e "/build-*/"
 commit() {
 	# -f: Debian's .gitignore ignores every top-level path; the build
 	# directory of series-check.sh is not the series'.
-	g add -A -f -- . ':(exclude)build-series' ':(exclude)build-am'
+	g add -A -f -- . ':(exclude)build-*'
 	GIT_AUTHOR_DATE="2026-12-07T00:00:00Z" GIT_COMMITTER_DATE="2026-12-07T00:00:00Z" \
 		g -c user.name="${AUTHOR% <*}" -c user.email="$(sed 's/.*<\(.*\)>/\1/' <<<"$AUTHOR")" \
 		commit -q --author="$AUTHOR" -F - || die "series: nothing to commit for '$1'"

@@ -44,6 +44,11 @@
 # DMA_SWIOTLB_SLABS=N (environment) gives -D a swiotlb pool of N slots
 # (2 KiB each; swiotlb rounds the count up) in place of the default, for
 # mapping failures of the DMA layer's own (by hand; testing.rst).
+# VM_KERNEL_BUILD=DIR (environment) boots the kernel built in DIR, with its
+# own modules, in place of the test kernel: the series' kernel, which
+# series-check.sh boot builds with the test kernel's config and patches
+# (make check's intree phase; the guests load its rpcrdma with
+# rs_load=modprobe).
 
 . "$(dirname "$0")/lib.sh"
 
@@ -90,8 +95,8 @@ ROOTFS=$(bash "$TOP/scripts/mkrootfs.sh" 2>/dev/null) || die "rootfs missing: ru
 if [ -n "$KIMAGE" ]; then
 	[ -f "$KIMAGE" ] && [ -n "$MODTREE" ] || die "-K needs a kernel image and -d its modules tree"
 else
-	KB=$(kernel_build)
-	[ -f "$KB/.build-complete" ] || die "test kernel not built: run scripts/build-kernel.sh"
+	KB=${VM_KERNEL_BUILD:-$(kernel_build)}
+	[ -f "$KB/.build-complete" ] || die "no complete kernel build in $KB: run scripts/build-kernel.sh"
 	KIMAGE=$KB/arch/x86/boot/bzImage
 	# The kernel's modules, installed once per kernel build (locked: make
 	# check starts VMs of two phases at once).
@@ -166,7 +171,7 @@ boot() {
 	RUN=$CACHE/runs/${NAME:-$SCRIPT}-$(date +%Y%m%d-%H%M%S)-$$-$1
 	mkdir -p "$RUN"
 	printf '%s\n' "${ARGS[@]}" >"$RUN/args"
-	say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")$([ -n "$MACHINE" ] && echo " behind an IOMMU")), logs in $RUN" >&2
+	say "vm: $SCRIPT (timeout ${TIMEOUT}s, TCG, $kvm_note$([ "$DMA_MAPPED" = 1 ] && echo ", DMA-mapped mode")$([ -n "$MACHINE" ] && echo " behind an IOMMU")${VM_KERNEL_BUILD:+, kernel of $VM_KERNEL_BUILD}), logs in $RUN" >&2
 	t0=$SECONDS
 	rc=0
 	# shellcheck disable=SC2046,SC2086 # the option lists are meant to split

@@ -26,6 +26,9 @@ result() { echo "$1=$2" >>/results/summary; echo "  $1 = $2"; }
 # the distribution's own although ours is installed: the package's loader
 # (its modprobe.d install command) loads it from DKMS's archive when the
 # kernel refuses ours (module signatures enforced, DKMS's key not trusted).
+# FLAVOUR intree is the kernel's own rpcrdma.ko of a kernel built from the
+# RFC series with the Send path's choice on Rust (scripts/series-check.sh
+# boot), always loaded with modprobe.
 load_rpcrdma() {
 	flavour=$1
 	modprobe ib_core
@@ -37,7 +40,7 @@ load_rpcrdma() {
 		return 1
 	fi
 	kmemleak_baseline
-	if [ "${rs_load:-insmod}" = modprobe ]; then
+	if [ "${rs_load:-insmod}" = modprobe ] || [ "$flavour" = intree ]; then
 		load_installed_rpcrdma "$flavour"
 		return
 	fi
@@ -128,6 +131,18 @@ load_installed_rpcrdma() {
 		pass "modprobe rpcrdma on $(uname -r) loads ours from updates/ ($version)" ;;
 	stock:*/kernel/net/sunrpc/xprtrdma/*:none)
 		pass "modprobe rpcrdma on $(uname -r) loads the distribution's own ($file)" ;;
+	intree:*/kernel/net/sunrpc/xprtrdma/*:none)
+		# The Rust crate's functions carry its name in their (v0
+		# mangled) symbols: net/sunrpc/xprtrdma/sendto_rs/ was linked;
+		# and svc_rdma_sendto.o was not (its Send completion handler,
+		# whose address it takes, is always a symbol of its own).
+		n=$(grep -c '18svc_rdma_sendto_rs.*\[rpcrdma\]$' /proc/kallsyms || true)
+		if [ "$n" -gt 0 ] && ! grep -qE ' svc_rdma_wc_send\s+\[rpcrdma\]$' /proc/kallsyms; then
+			pass "modprobe rpcrdma on $(uname -r) loads the kernel's own, its Send path the in-tree Rust one ($n symbols of sendto_rs/)"
+		else
+			fail "the kernel's own rpcrdma has no Rust Send path ($n symbols of sendto_rs/)"
+			return 1
+		fi ;;
 	fallback:*/updates/*:none)
 		why=$(dmesg | grep -m1 'rpcrdma-rs-dkms: the kernel refused our rpcrdma.ko' || true)
 		if [ -n "$why" ] && dmesg | grep -q "rpcrdma-rs-dkms: loaded the kernel's own rpcrdma.ko"; then
