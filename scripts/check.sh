@@ -396,7 +396,7 @@ check_boot_watchdog() {
 do_intree() {
 	local log=$LOGS/check-intree.log rc=0 p n line series_failed=0
 	{ bash "$TOP/scripts/series.sh" && bash "$TOP/scripts/series-check.sh" am; } >"$log" 2>&1 || rc=$?
-	grep -E '^    (rpcrdma_rs_[a-z_]+|rust_kernel_llist|rust_kernel_rdma_cq|doctest [a-z_0-9]+): ' "$log" |
+	grep -E '^    (rpcrdma_rs_[a-z_]+|rust_kernel_llist|rust_kernel_rdma_[a-z]+|doctest [a-z_0-9]+): ' "$log" |
 		sed 's/^    /    intree /' || true
 	# series-check.sh's own checks, each counted once, by name.
 	while IFS= read -r line; do

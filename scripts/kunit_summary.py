@@ -7,7 +7,7 @@ kunit.py (tools/testing/kunit) writes its parsed KTAP as nested groups:
 {"name", "sub_groups": [...], "test_cases": [{"name", "status"}], ...}.
 Prints a line per test case of our suites (by default the rpcrdma_rs_*
 ones and those of the generic abstractions, rust_kernel_llist and
-rust_kernel_rdma_cq; --suites REGEX for others) and a closing "N passed,
+rust_kernel_rdma_*; --suites REGEX for others) and a closing "N passed,
 N failed"; exits 1 when any of them failed, crashed or was skipped, when
 none of our suites (or no test case) is in the results, or when a suite
 named with --expect is not.
@@ -20,7 +20,7 @@ import json
 import re
 import sys
 
-OURS = r"rpcrdma_rs_.*|rust_kernel_llist|rust_kernel_rdma_cq"
+OURS = r"rpcrdma_rs_.*|rust_kernel_llist|rust_kernel_rdma_[a-z]+"
 
 
 def suites(group, ours):

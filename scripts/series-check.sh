@@ -344,9 +344,10 @@ if [ $rc = 0 ]; then
 	# The C algorithm's replay needs the C file linked beside the Rust one,
 	# which only the out-of-tree differential build does.
 	if python3 "$TOP/scripts/kunit_summary.py" "$CACHE/series/kunit.json" \
-		--suites 'rust_kernel_llist|rust_kernel_rdma_cq|rpcrdma_rs_.*' \
+		--suites 'rust_kernel_llist|rust_kernel_rdma_[a-z]+|rpcrdma_rs_.*' \
 		--may-skip lost_wakeup_in_c_reservation \
-		--expect rust_kernel_llist --expect rust_kernel_rdma_cq --expect rpcrdma_rs_proto; then
+		--expect rust_kernel_llist --expect rust_kernel_rdma_cq --expect rust_kernel_rdma_dma \
+		--expect rpcrdma_rs_proto; then
 		ok "series: kunit.py in the patched tree: the abstractions' and the driver's suites pass"
 	else
 		bad "series: kunit.py in the patched tree ($LOGS/series-kunit.log)"
@@ -354,7 +355,7 @@ if [ $rc = 0 ]; then
 	fi
 	# The abstractions' # Examples, run as the kernel crate's doctests
 	# (suite rust_doctests_kernel, a case per example: llist.rs has one,
-	# rdma/cq.rs two).
+	# rdma/cq.rs two, rdma/dma.rs one).
 	if python3 - "$CACHE/series/kunit.json" <<'EOF'; then
 import json, re, sys
 
@@ -367,7 +368,7 @@ def cases(group):
 
 
 root = json.load(open(sys.argv[1]))
-ours = {"llist": 1, "rdma_cq": 2}
+ours = {"llist": 1, "rdma_cq": 2, "rdma_dma": 1}
 seen = {k: 0 for k in ours}
 bad = 0
 for case in cases(root):

@@ -206,8 +206,29 @@ that follow (work completions and their `ib_cqe`).
 EOF
 
 # 4. The completion dispatch abstraction.
+# rdma.rs as it is before the next patch: without the device and dma
+# modules, their lines in its list, and their mention of ib_dma_*.
 mkdir -p "$TREE/rust/kernel/rdma"
-cp "$TOP/src/rust/kernel/rdma.rs" "$TREE/rust/kernel/rdma.rs"
+python3 - "$TOP/src/rust/kernel/rdma.rs" >"$TREE/rust/kernel/rdma.rs" <<'PY' || die "series: rdma.rs without device and dma"
+import re, sys
+text = open(sys.argv[1]).read()
+out, skip = [], False
+for line in text.split("\n"):
+    if line.startswith(("//! - [`device`]", "//! - [`dma`]")):
+        skip = True
+        continue
+    if skip and line.startswith("//!   "):
+        continue
+    skip = False
+    if line in ("pub mod device;", "pub mod dma;"):
+        continue
+    out.append(line)
+text = "\n".join(out)
+text = re.sub(r" \(the `ib_dma_\*`\n//! functions are inline, over the DMA API\)", "", text)
+if "ib_dma" in text or "mod dma" in text or "mod device" in text:
+    sys.exit("series: rdma.rs changed shape; update the filter")
+sys.stdout.write(text)
+PY
 cp "$TOP/src/rust/kernel/rdma/cq.rs" "$TREE/rust/kernel/rdma/cq.rs"
 insert_sorted "$TREE/rust/kernel/lib.rs" 'pub mod rdma;'
 kconfig_test RUST_RDMA_KUNIT_TEST "RDMA API"
@@ -236,6 +257,44 @@ of other upper-layer protocols have the same shape.
 
 A KUnit suite (CONFIG_RUST_RDMA_KUNIT_TEST) plays the RDMA core: it calls
 the stored `done` with a completion that carries an object's `ib_cqe`.
+EOF
+
+# 5. RDMA devices and DMA mapping, with their helpers.
+cp "$TOP/src/rust/kernel/rdma.rs" "$TREE/rust/kernel/rdma.rs"
+cp "$TOP/src/rust/kernel/rdma/device.rs" "$TREE/rust/kernel/rdma/device.rs"
+cp "$TOP/src/rust/kernel/rdma/dma.rs" "$TREE/rust/kernel/rdma/dma.rs"
+cp "$TOP/src/rust/helpers/rdma.c" "$TREE/rust/helpers/rdma.c"
+insert_sorted "$TREE/rust/helpers/helpers.c" '#include "rdma.c"'
+commit "rust: rdma: add devices and DMA mapping" <<'EOF'
+rust: rdma: add devices and DMA mapping
+
+An RDMA upper-layer protocol names the memory of a work request by the
+address its device uses for it, made by the RDMA core's ib_dma_*()
+functions: through the DMA API, or for a software device (rdma_rxe,
+siw) the kernel virtual address the CPU copies from and to. They are
+static inline functions; add helpers for them and for ibdev_to_node().
+
+Add `kernel::rdma::device::Device`, a borrowed `struct ib_device`, and
+`kernel::rdma::dma`: `Device::map_page()` maps part of a `Page` for a
+`kernel::dma::DataDirection` into a `Mapping` that borrows the page and
+is undone when dropped; `Device::map_owned_page()` gives a `PageMapping`
+that owns its page; `Device::map_single()` (unsafe: the caller vouches
+that the buffer is in the direct map) maps a buffer. A range outside the
+page, an empty one or `DataDirection::None` is refused with EINVAL, a
+mapping the DMA layer refuses is ENOMEM. A mapping stored in a work
+request's SGE is handed over with `Mapping::into_raw()` and undone by its
+new owner with the unsafe `Device::unmap_page()` or `unmap_single()`.
+Addresses are `u64`, as every verbs structure carries them.
+
+The first user is the RPC-over-RDMA server's Send path in Rust, which
+maps the pages and kvecs of a reply and the header buffer of each send
+context; every upper-layer protocol maps its payloads this way.
+
+The KUnit suite (CONFIG_RUST_RDMA_KUNIT_TEST) maps pages and a buffer on
+a device without DMA, where the address is the kernel address: the bytes
+written into the page are those at the mapping's address, the bounds and
+direction are checked, and an owned page comes back with what was
+written through its mapping.
 EOF
 
 # in_tree_rs: a Rust file of the driver as it is in a kernel tree, stdin to
@@ -284,7 +343,7 @@ sys.stdout.write(text)
 '
 }
 
-# 5. The driver: this tree's src/ as net/sunrpc/xprtrdma/sendto_rs/ (less
+# 6. The driver: this tree's src/ as net/sunrpc/xprtrdma/sendto_rs/ (less
 # the abstractions, which the kernel crate has now, and the out-of-tree
 # module's version string), bindings/ beneath it, Kconfig as its Kconfig
 # (the choice), src/Makefile included by the directory's Makefile.

@@ -14,19 +14,29 @@
 //! [`crate::proto::pullup`], and every SGE index and copy is checked, with
 //! an errno, never a panic, where C trusts its earlier count.
 
-use crate::abstractions::device::IbDevice;
 use crate::abstractions::events;
 use crate::abstractions::recv_ctxt::{Pcl, RegionActor};
 use crate::abstractions::send_ctxt::Ctxt;
 use crate::abstractions::xdr_buf::{Fragment, XdrBuf, PAGE_SIZE_U32};
 use crate::abstractions::xprt::Rdma;
 use crate::proto::pullup::{self, Inline, Linearizer, PULLUP_THRESH};
+use crate::rdma::device::Device;
+use kernel::dma::DataDirection;
 use kernel::error::{
     code::{E2BIG, EIO, EMSGSIZE},
     Error,
 };
 use kernel::ffi::c_int;
 use kernel::num::casts::FromSafeCast;
+
+/// The direction of a reply's payload mappings: the device reads them.
+/// Test build (mutation `wrong_direction`): mapped as if for the device to
+/// write, which the DMA-mapped mode's checks must catch (the shim unmaps
+/// them the same way).
+#[cfg(not(rpcrdma_dma_mutation = "wrong_direction"))]
+const PAYLOAD_DIRECTION: DataDirection = DataDirection::ToDevice;
+#[cfg(rpcrdma_dma_mutation = "wrong_direction")]
+const PAYLOAD_DIRECTION: DataDirection = DataDirection::FromDevice;
 
 /// `svc_rdma_page_dma_map`: maps one fragment of the reply into the
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
@@ -36,28 +46,27 @@ use kernel::num::casts::FromSafeCast;
 ///
 /// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
-fn page_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
+fn page_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
     let len = frag.len();
     // SAFETY: the mapping goes into the ctxt's SGEs, and the reply's
     // memory outlives it: this runs only under `map_reply_msg` (the only
     // maker of a `Mapper`), whose callers keep the memory until the ctxt
     // is released when it succeeds (its `# Safety`); when it fails, every
     // payload mapping is undone here first (`mapping_failed`).
-    let mapping = match unsafe { frag.dma_map(device) } {
-        Ok(m) => m,
-        Err(cookie) => {
-            events::dma_map_err(ctxt.cid(), cookie, len);
-            return Err(mapping_failed(ctxt));
-        }
+    let Ok(mapping) = (unsafe { frag.dma_map(device, PAYLOAD_DIRECTION) }) else {
+        // The address C's tracepoint reports is the failed call's value,
+        // which is always `DMA_MAPPING_ERROR` (all ones).
+        events::dma_map_err(ctxt.cid(), u64::MAX, len);
+        return Err(mapping_failed(ctxt));
     };
     if crate::fault::inject(crate::fault::Point::DmaMap) {
         // As if the mapping had failed: dropping it undoes it.
-        let addr = mapping.addr();
+        let addr = mapping.dma_address();
         drop(mapping);
         events::dma_map_err(ctxt.cid(), addr, len);
         return Err(mapping_failed(ctxt));
     }
-    events::dma_map_page(ctxt.cid(), mapping.addr(), len);
+    events::dma_map_page(ctxt.cid(), mapping.dma_address(), len);
     // Counted in `num_sge` only once mapped: release undoes exactly these.
     // Past the SGE array (which the SGE count ruled out) the mapping comes
     // back and is undone by its drop.
@@ -87,7 +96,7 @@ fn mapping_failed(ctxt: &mut Ctxt<'_>) -> Error {
 /// page array fails it (C would oops on it; skipping it would send fewer
 /// bytes than the header says). On any failure the payload mappings made
 /// so far are undone ([`mapping_failed`]).
-fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
+fn xb_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
     if let Some(head) = xdr.head() {
         page_dma_map(device, ctxt, &head)?;
     }
@@ -106,7 +115,7 @@ fn xb_dma_map(device: &IbDevice, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_
 /// The mapping actor's data (`svc_rdma_map_data`). Made only by
 /// [`map_reply_msg`], whose contract keeps the mapped memory allocated.
 struct Mapper<'a, 'c, 'r> {
-    device: &'a IbDevice,
+    device: &'a Device,
     ctxt: &'c mut Ctxt<'r>,
 }
 

@@ -88,7 +88,7 @@ use kernel_abstractions::{llist, rdma};
 // this driver does not expand use more.
 #[cfg(not(rpcrdma_kernel_abstractions))]
 #[allow(unused_imports)]
-use kernel::{container_of, prelude, types};
+use kernel::{alloc, container_of, dma, error, page, prelude, types};
 #[cfg(not(rpcrdma_kernel_abstractions))]
 use sys as bindings;
 

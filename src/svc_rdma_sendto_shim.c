@@ -327,70 +327,37 @@ notrace void *rs_page_address(struct page *page)
 
 /* Verbs */
 
-notrace int rs_ibdev_to_node(struct ib_device *dev)
-{
-	return ibdev_to_node(dev);
-}
+/*
+ * The Rust side maps through the RDMA abstraction (rdma::dma), whose
+ * helpers wrap ib_dma_map_page() and ib_dma_map_single(). When the module
+ * compiles its own copy of them (RPCRDMA_RS_OWN_HELPERS: a kernel without
+ * the abstractions), the kernel's function error injection may fail them
+ * (fail_function with retval -1, which is DMA_MAPPING_ERROR): the
+ * production build's mapping error paths under test without a build of
+ * their own (tests/vm/guest/failfunc.sh). The annotation is an entry in a
+ * table; the code is unchanged.
+ */
+#ifdef RPCRDMA_RS_OWN_HELPERS
+ALLOW_ERROR_INJECTION(rust_helper_ib_dma_map_page, ERRNO);
+ALLOW_ERROR_INJECTION(rust_helper_ib_dma_map_single, ERRNO);
+#endif
 
 /*
- * The address, or DMA_MAPPING_ERROR if the mapping failed: the value
- * dma_map_page() returns then, which no mapping has (the Rust side tests
- * for U64_MAX, checked here).
+ * A failed mapping's tracepoint (svcrdma_dma_map_err) reports the address
+ * the map call returned, DMA_MAPPING_ERROR: the Rust side passes U64_MAX.
  */
 static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
 
-/*
- * The kernel's function error injection may fail it (fail_function with
- * retval -1, which is DMA_MAPPING_ERROR): the production build's mapping
- * error paths under test without a build of their own. The annotation is
- * an entry in a table; the code is unchanged.
- */
 #ifdef RPCRDMA_RS_MUTATE_wrong_direction
 /*
- * Test build: payload pages mapped and unmapped DMA_FROM_DEVICE, as if for
- * the device to write; the device's read must show it. Headers and kvec
- * fragments (rs_ib_dma_map_virt()) keep DMA_TO_DEVICE.
+ * Test build: payload fragments are mapped DMA_FROM_DEVICE (the Rust
+ * side's PAYLOAD_DIRECTION), as if for the device to write, and unmapped
+ * so below; the device's read must show it. Headers keep DMA_TO_DEVICE.
  */
 #define RS_PAYLOAD_DMA_DIR DMA_FROM_DEVICE
 #else
 #define RS_PAYLOAD_DMA_DIR DMA_TO_DEVICE
 #endif
-
-noinline notrace u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
-					 unsigned long offset, size_t len)
-{
-	u64 a = ib_dma_map_page(dev, page, offset, len, RS_PAYLOAD_DMA_DIR);
-
-	return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
-}
-ALLOW_ERROR_INJECTION(rs_ib_dma_map_page, ERRNO);
-
-/*
- * The same for lowmem (a kvec), through its page: unmapping is per page.
- * A device without DMA gets page_address(page) + offset from
- * ib_dma_map_page(), which for a lowmem address is the address itself.
- * Only a new ctxt's header is mapped so: rs_ib_dma_map_page() is not
- * inlined here.
- */
-notrace u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len)
-{
-	if (ib_uses_virt_dma(dev))
-		return (uintptr_t)addr;
-#ifdef RPCRDMA_RS_MUTATE_wrong_direction
-	{
-		u64 a = ib_dma_map_page(dev, virt_to_page(addr),
-					offset_in_page(addr), len, DMA_TO_DEVICE);
-
-		return ib_dma_mapping_error(dev, a) ? DMA_MAPPING_ERROR : a;
-	}
-#endif
-	return rs_ib_dma_map_page(dev, virt_to_page(addr), offset_in_page(addr), len);
-}
-
-notrace void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len)
-{
-	ib_dma_unmap_page(dev, addr, len, DMA_TO_DEVICE);
-}
 
 /* A reply's payload SGEs, unmapped in one call (none to do without DMA). */
 notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,

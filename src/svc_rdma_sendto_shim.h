@@ -74,11 +74,14 @@ void rs_xdr_buf_init(struct xdr_buf *buf, void *start, size_t len);
 void *rs_page_address(struct page *page);
 
 /* Verbs: the ib_dma_* helpers handle devices without DMA (rxe, siw) */
-int rs_ibdev_to_node(struct ib_device *dev);
-u64 rs_ib_dma_map_page(struct ib_device *dev, struct page *page,
-		       unsigned long offset, size_t len);
-u64 rs_ib_dma_map_virt(struct ib_device *dev, const void *addr, size_t len);
-void rs_ib_dma_unmap_page(struct ib_device *dev, u64 addr, size_t len);
+#ifdef RPCRDMA_RS_OWN_HELPERS
+/* The module's own copy of rust/helpers/rdma.c, error-injectable */
+u64 rust_helper_ib_dma_map_page(struct ib_device *dev, struct page *page,
+				unsigned long offset, size_t size,
+				enum dma_data_direction direction);
+u64 rust_helper_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
+				  size_t size, enum dma_data_direction direction);
+#endif
 void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
 			   size_t n);
 /*

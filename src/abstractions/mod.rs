@@ -17,12 +17,12 @@
 //!   the Call and its parsed chunk lists;
 //! - [`rqst::Rqst`]: the nfsd request and the reply pages it holds;
 //! - [`xdr_buf::XdrBuf`]: a reply or a region of it, as fragments;
-//! - [`device::IbDevice`], [`device::DmaMapping`]: DMA mappings as owned
-//!   values that are undone when dropped;
+//! - DMA mappings are the kernel crate's `rdma::dma` (or this module's
+//!   copy of it, `src/rust/kernel/rdma/dma.rs`): owned values undone when
+//!   dropped, handed to a ctxt's SGEs with `Mapping::into_raw`;
 //! - [`events`]: the Send path's tracepoints with safe arguments, over
 //!   `trace`, which tests each event's static key inline.
 
-pub(crate) mod device;
 pub(crate) mod events;
 pub(crate) mod recv_ctxt;
 pub(crate) mod rqst;

@@ -5,13 +5,16 @@
 //! [`XdrBuf`]: a reply (`struct xdr_buf`: head kvec, page data, tail kvec)
 //! or a region of one, read as [`Fragment`]s.
 
-use super::device::{DmaMapping, IbDevice};
 use crate::proto::pullup::{self, XdrShape};
+use crate::rdma::device::Device;
+use crate::rdma::dma::Mapping;
 use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use kernel::dma::DataDirection;
+use kernel::error::Result;
 use kernel::num::casts::FromSafeCast;
-use kernel::page::PAGE_SIZE;
+use kernel::page::{BorrowedPage, PAGE_SIZE};
 use kernel::types::Opaque;
 
 /// `PAGE_SIZE` as the `u32` of lengths and offsets in an `xdr_buf`.
@@ -107,9 +110,12 @@ impl XdrBuf {
             move |(index, offset, len)| {
                 // SAFETY: the page array covers `page_base + page_len`
                 // (type invariant), which `page_fragments` stays within.
-                let page = unsafe { *pages.add(index) };
+                let page = NonNull::new(unsafe { *pages.add(index) })?;
                 Some(Fragment {
-                    at: At::Page(NonNull::new(page)?),
+                    // SAFETY: a page of the buffer's page array, live while
+                    // the buffer is borrowed (type invariant), as long as
+                    // the fragment.
+                    at: At::Page(unsafe { BorrowedPage::from_raw(page) }),
                     offset,
                     len,
                     _buf: PhantomData,
@@ -119,11 +125,11 @@ impl XdrBuf {
     }
 }
 
-enum At {
+enum At<'a> {
     /// In the kernel's direct map, at this address.
     Virt(NonNull<u8>),
     /// In this page, at `offset`.
-    Page(NonNull<sys::page>),
+    Page(BorrowedPage<'a>),
 }
 
 /// A contiguous piece of an [`XdrBuf`]: a kvec, or the part of the page
@@ -134,7 +140,7 @@ enum At {
 /// `len` bytes at `offset` of `at` (or at `at` itself for a kvec) are part of
 /// the borrowed buffer, readable, and in lowmem.
 pub(crate) struct Fragment<'a> {
-    at: At,
+    at: At<'a>,
     offset: u32,
     len: u32,
     _buf: PhantomData<&'a XdrBuf>,
@@ -156,24 +162,29 @@ impl Fragment<'_> {
         self.len
     }
 
-    /// Maps the fragment for sending on `device`, through its page, since
-    /// the Send path unmaps per page. The error is the cookie of the failed
-    /// mapping.
+    /// Maps the fragment on `device` for `dir`: a page fragment as a page
+    /// mapping, a kvec as a buffer mapping (`ib_dma_map_single`, which in
+    /// 7.3 is a page mapping through the kvec's page, as C's
+    /// `svc_rdma_iov_dma_map` makes it). `ENOMEM` when the DMA layer
+    /// refuses.
     ///
     /// # Safety
     ///
     /// The fragment's memory stays allocated until the mapping is undone,
-    /// whoever undoes it (the returned value, or the SGE it is stored in):
-    /// the mapping does not borrow the reply.
-    pub(crate) unsafe fn dma_map<'d>(&self, device: &'d IbDevice) -> Result<DmaMapping<'d>, u64> {
-        match self.at {
-            // SAFETY: the page holds the fragment's bytes (type invariant),
-            // allocated until the mapping is undone (`# Safety`).
-            At::Page(page) => unsafe { device.map_page(page, self.offset, self.len) },
+    /// whoever undoes it (the returned value, or the owner of its raw form,
+    /// [`Mapping::into_raw`]).
+    pub(crate) unsafe fn dma_map<'f>(
+        &'f self,
+        device: &'f Device,
+        dir: DataDirection,
+    ) -> Result<Mapping<'f>> {
+        let len = usize::from_safe_cast(self.len);
+        match &self.at {
+            At::Page(page) => device.map_page(page, usize::from_safe_cast(self.offset), len, dir),
             // SAFETY: a kvec of the buffer lies in the direct map (type
             // invariant), allocated until the mapping is undone
             // (`# Safety`).
-            At::Virt(base) => unsafe { device.map_virt(base, self.len) },
+            At::Virt(base) => unsafe { device.map_single(*base, len, dir) },
         }
     }
 
@@ -190,7 +201,7 @@ impl Fragment<'_> {
         let Some(to) = to.get_mut(..len) else {
             return false;
         };
-        let src = match self.at {
+        let src = match &self.at {
             At::Virt(base) => base.as_ptr(),
             // SAFETY: reply pages are lowmem (type invariant), so the page
             // has a kernel address; `offset + len` is within it.

@@ -12,7 +12,7 @@
 //! may still complete, the transport exists. See `sq.rs` for where it
 //! matters.
 
-use super::device::IbDevice;
+use crate::rdma::device::Device;
 use crate::sys;
 use core::ptr::{addr_of, addr_of_mut};
 use kernel::sync::atomic::Atomic;
@@ -143,10 +143,11 @@ impl Rdma {
     /// The RDMA device the transport is connected through, read from its
     /// protection domain (C's Send path reads `sc_cm_id->device`; the PD
     /// is allocated on that device, so it is the same one).
-    pub(crate) fn device(&self) -> &IbDevice {
+    pub(crate) fn device(&self) -> &Device {
         // SAFETY: `sc_pd`, and its device, are set before publication and
-        // outlive the transport's send ctxts.
-        unsafe { IbDevice::from_raw((*(*self.as_ptr()).sc_pd).device) }
+        // outlive the transport's send ctxts; the device is registered
+        // while the transport holds its PD.
+        unsafe { Device::from_raw((*(*self.as_ptr()).sc_pd).device) }
     }
 
     /// The queue pair Sends are posted on; NULL once teardown destroyed it

@@ -17,13 +17,14 @@
 //! release); `ledger.rs` the ledger and the walks of every ctxt;
 //! `list.rs` the lists; `post.rs` posting and the Send completion's side.
 
-use super::device::{DmaMapping, IbDevice};
 use super::recv_ctxt::{Pcl, RecvCtxt};
 use super::rqst::Rqst;
 use super::xdr_buf::XdrBuf;
 use super::xprt::{Drained, Rdma, SendQueueGone};
 use crate::llist::{Chain, HasLlistNode, LlistHead};
 use crate::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
+use crate::rdma::device::Device;
+use crate::rdma::dma::Mapping;
 use crate::sys;
 use core::alloc::Layout;
 use core::marker::PhantomData;
@@ -32,6 +33,7 @@ use core::ptr::{addr_of, addr_of_mut, null_mut, NonNull};
 use kernel::alloc::allocator::Kmalloc;
 use kernel::alloc::flags::{__GFP_ZERO, GFP_KERNEL};
 use kernel::alloc::{Allocator, Flags, NumaNode};
+use kernel::dma::DataDirection;
 use kernel::error::code::ENOTCONN;
 use kernel::ffi::c_int;
 use kernel::num::casts::FromSafeCast;
@@ -278,9 +280,12 @@ impl<'r> Ctxt<'r> {
         let buffer = kmalloc(l.2, true, node);
         cr.sc_xprt_buf = buffer.map_or(null_mut(), |b| b.cast().as_ptr());
         let mapping = match buffer {
-            // SAFETY: `buffer` is `buf_len` bytes of lowmem (kmalloc),
-            // freed only after the mapping is undone (by `free`, or below).
-            Some(b) if !cr.sc_pages.is_null() => unsafe { device.map_virt(b, buf_len) }.ok(),
+            Some(b) if !cr.sc_pages.is_null() => {
+                // SAFETY: `b` is `l.2.size()` bytes of the direct map
+                // (kmalloc), freed only after the mapping is undone (by
+                // `free`, or by the drop below when the ctxt is not made).
+                unsafe { device.map_single(b, l.2.size(), DataDirection::ToDevice) }.ok()
+            }
             _ => None,
         };
         let Some(mapping) = mapping else {
@@ -326,7 +331,10 @@ impl<'r> Ctxt<'r> {
             sge.lkey = lkey;
         }
         if let Some(sge0) = this.sges_mut().first_mut() {
-            mapping.into_sge(sge0);
+            // The header's mapping belongs to the ctxt from here: `free`
+            // undoes it.
+            (sge0.addr, _) = mapping.into_raw();
+            sge0.length = buf_len;
         }
         // SAFETY: a new ctxt, not yet listed.
         unsafe { ledger_list(c) };
@@ -529,7 +537,7 @@ impl<'r> Ctxt<'r> {
         let payload = self.sges().get(1..mapped).unwrap_or_default();
         // SAFETY: SGEs `1..num_sge` hold live payload mappings (type
         // invariant), which no posted WR uses: a held ctxt is not posted.
-        unsafe { self.rdma().device().unmap_pages(payload) };
+        unsafe { unmap_payload(self.rdma().device(), payload) };
         // INVARIANT: only SGE 0, the header's, is mapped now.
         self.set_num_sge(1);
     }
@@ -566,18 +574,21 @@ impl<'r> Ctxt<'r> {
     /// (no caller picks the index). Gives the mapping back when the array
     /// is full. `sc_cur_sge_no` follows, as in C: the index of the last
     /// SGE used.
-    pub(crate) fn add_payload_sge<'d>(
-        &mut self,
-        mapping: DmaMapping<'d>,
-    ) -> Result<(), DmaMapping<'d>> {
+    pub(crate) fn add_payload_sge<'m>(&mut self, mapping: Mapping<'m>) -> Result<(), Mapping<'m>> {
         let n = self.num_sge_raw();
+        let Ok(length) = u32::try_from(mapping.len()) else {
+            return Err(mapping);
+        };
         let Some(sge) = usize::try_from(n)
             .ok()
             .and_then(|i| self.sges_mut().get_mut(i))
         else {
             return Err(mapping);
         };
-        mapping.into_sge(sge);
+        // The ctxt owns the mapping from here: `release_io` (or
+        // `unmap_payload_sges`) undoes it.
+        (sge.addr, _) = mapping.into_raw();
+        sge.length = length;
         // SAFETY: a field of our ctxt that only its holder uses, written
         // in place.
         unsafe { (*self.as_ptr()).sc_cur_sge_no = n };
@@ -1035,10 +1046,9 @@ impl<'r> IdleCtxt<'r> {
             for sge in payload {
                 trace_unmap(ctxt.cid(), sge);
             }
-            let device: &IbDevice = ctxt.rdma().device();
             // SAFETY: SGEs `1..num_sge` hold live payload mappings (`Ctxt`
             // invariant), unused now (type invariant).
-            unsafe { device.unmap_pages(payload) };
+            unsafe { unmap_payload(ctxt.rdma().device(), payload) };
         }
         if ctxt.page_count() > 0 {
             let pages = sys::release_pages_arg {
@@ -1074,11 +1084,12 @@ impl<'r> IdleCtxt<'r> {
         };
         let sge0 = ctxt.header_sge().addr;
         // SAFETY: nothing of the ctxt is in flight (type invariant), so its
-        // header mapping, made by `alloc` over the whole buffer, can go.
+        // header mapping, made by `alloc` over the whole buffer
+        // (`map_single`, `ToDevice`), can go.
         unsafe {
             ctxt.rdma()
                 .device()
-                .unmap_page(sge0, u32::try_from(l.2.size()).unwrap_or(0))
+                .unmap_single(sge0, l.2.size(), DataDirection::ToDevice)
         };
         let c = ctxt.as_ptr();
         // SAFETY: the ctxt was listed at its allocation and is ours.
@@ -1275,14 +1286,35 @@ impl Ctxt<'_> {
         // nothing uses any more.
         let header = unsafe { (*addr_of!((*found).sc_sges).cast::<sys::ib_sge>()).addr };
         // SAFETY: the header buffer's mapping, made by `alloc` over the
-        // whole buffer; the ctxt is unlisted and nothing uses it.
+        // whole buffer (`map_single`, `ToDevice`); the ctxt is unlisted and
+        // nothing uses it.
         unsafe {
             rdma.device()
-                .unmap_page(header, u32::try_from(l.2.size()).unwrap_or(0))
+                .unmap_single(header, l.2.size(), DataDirection::ToDevice)
         };
         // SAFETY: allocated by `alloc` for `rdma` (so with `l`), unlisted,
         // unmapped, not used again.
         unsafe { free_memory(found, &l) };
         true
     }
+}
+
+/// Undoes the payload mappings stored in `sges` (a reply's SGEs past the
+/// header's), in one call of the shim, which loops in C and returns at once
+/// on a device without DMA (`rdma_rxe`, `siw`). Page fragments were mapped
+/// with `ib_dma_map_page` and kvecs with `ib_dma_map_single`, both for
+/// `ToDevice`; the shim undoes them all with `ib_dma_unmap_page`, which is
+/// what `ib_dma_unmap_single` does in 7.3 (`dma_unmap_single_attrs` is
+/// `dma_unmap_page_attrs`), as C's file pairs a kvec mapped through its
+/// page.
+///
+/// # Safety
+///
+/// Each of `sges` holds a live payload mapping made on `device` by
+/// `Fragment::dma_map` and handed over with `Mapping::into_raw`, that no
+/// I/O uses any more and nothing else undoes.
+unsafe fn unmap_payload(device: &Device, sges: &[sys::ib_sge]) {
+    // SAFETY: live payload mappings of this device that no I/O uses any
+    // more (`# Safety`), read by the shim for the call only.
+    unsafe { sys::rs_ib_dma_unmap_pages(device.as_raw(), sges.as_ptr(), sges.len()) };
 }

@@ -16,3 +16,4 @@
 #define __rust_helper notrace
 
 #include "llist.c"
+#include "rdma.c"

@@ -4,11 +4,14 @@
 # failfunc.sh FAULTS: the error paths of the production build of the rust
 # flavour, failed with the kernel's function error injection
 # (/sys/kernel/debug/fail_function, CONFIG_FAIL_FUNCTION of the test
-# kernels). The shim marks two entry points ALLOW_ERROR_INJECTION:
+# kernels). The shim marks the entry points ALLOW_ERROR_INJECTION:
 #   rs_ib_post_send     fails with -ENOMEM before anything is posted;
-#   rs_ib_dma_map_page  returns DMA_MAPPING_ERROR (-1): a reply's page, or
-#                       a new ctxt's header, cannot be mapped (only in the
-#                       DMA-mapped mode, where the shim maps at all).
+#   dma_map             the module's own helpers of the RDMA abstraction's
+#                       mappings, rust_helper_ib_dma_map_page (a reply's
+#                       page fragment) and rust_helper_ib_dma_map_single (a
+#                       kvec, or a new ctxt's header), armed together,
+#                       return DMA_MAPPING_ERROR (-1) (only in the
+#                       DMA-mapped mode, where they map at all).
 # Unlike faults.sh (RPCRDMA_RS_FAULT_INJECTION=y, a build of its own),
 # this fails the very code that ships. Under a verifying fio load and
 # small direct reads on an NFSv3 mount, FAULTS failures per function
@@ -122,7 +125,14 @@ backchannel_post_failure() {
 }
 
 load_rpcrdma rust || exit 1
-for fn in rs_ib_post_send rs_ib_dma_map_page; do
+# point_fns POINT: the functions a fault point arms.
+point_fns() {
+	case $1 in
+	dma_map) echo rust_helper_ib_dma_map_page rust_helper_ib_dma_map_single ;;
+	*) echo "$1" ;;
+	esac
+}
+for fn in rs_ib_post_send $(point_fns dma_map); do
 	grep -q "^$fn[[:space:]].*ERRNO" $F/injectable ||
 		{ fail "failfunc: $fn is not error-injectable (not in $F/injectable)"; exit 1; }
 done
@@ -135,9 +145,9 @@ sleep 3
 echo 1 >$F/verbose
 echo 10 >$F/interval
 echo 100 >$F/probability
-for fn in rs_ib_post_send rs_ib_dma_map_page; do
+for fn in rs_ib_post_send dma_map; do
 	case $fn in
-	rs_ib_dma_map_page)
+	dma_map)
 		if [ "$DMA_MAPPED" != 1 ]; then
 			log "failfunc: $fn skipped: the virtual-DMA mode maps nothing"
 			continue
@@ -145,17 +155,18 @@ for fn in rs_ib_post_send rs_ib_dma_map_page; do
 		retval=-1 ;;
 	*) retval=-12 ;;
 	esac
-	echo "$fn" >$F/inject || { fail "failfunc: cannot arm $fn"; continue; }
-	printf %#x "$retval" >$F/$fn/retval
-	# The value decides what the caller sees: -1 is DMA_MAPPING_ERROR;
-	# any other would pass for an address. Checked before any call fails.
-	want=$(printf %x "$retval")
-	have=$(cat $F/$fn/retval)
-	if [ "$have" != "$want" ]; then
-		echo >$F/inject
-		fail "failfunc: $fn's retval reads $have, not $want"
-		continue
-	fi
+	armed=
+	for f in $(point_fns $fn); do
+		echo "$f" >$F/inject || { fail "failfunc: cannot arm $f"; continue; }
+		armed="$armed $f"
+		printf %#x "$retval" >$F/$f/retval
+		# The value decides what the caller sees: -1 is DMA_MAPPING_ERROR;
+		# any other would pass for an address. Checked before any call fails.
+		want=$(printf %x "$retval")
+		have=$(cat $F/$f/retval)
+		[ "$have" = "$want" ] || fail "failfunc: $f's retval reads $have, not $want"
+	done
+	[ -n "$armed" ] || continue
 	c0=$(client_connects)
 	t0=$(date +%s)
 	echo "$faults" >$F/times
@@ -165,7 +176,7 @@ for fn in rs_ib_post_send rs_ib_dma_map_page; do
 	done
 	n=$((faults - $(cat $F/times)))
 	echo 0 >$F/times
-	echo "!$fn" >$F/inject
+	for f in $armed; do echo "!$f" >$F/inject; done
 	sleep 2
 	c=$(($(client_connects) - c0))
 	result "failfunc_${fn}_injected" "$n"

@@ -13,9 +13,9 @@ load_rpcrdma "$flavour"
 mkdir -p /results/kunit
 n=0
 # The driver's suites, and those of the generic abstractions compiled into
-# the module (src/rust/kernel/: rust_kernel_llist, rust_kernel_rdma_cq).
+# the module (src/rust/kernel/: rust_kernel_llist, rust_kernel_rdma_cq, rust_kernel_rdma_dma).
 for d in /sys/kernel/debug/kunit/rpcrdma_rs_* /sys/kernel/debug/kunit/rust_kernel_llist \
-	/sys/kernel/debug/kunit/rust_kernel_rdma_cq; do
+	/sys/kernel/debug/kunit/rust_kernel_rdma_*; do
 	[ -f "$d/results" ] || continue
 	cp "$d/results" "/results/kunit/$(basename "$d").ktap"
 	n=$((n + 1))
