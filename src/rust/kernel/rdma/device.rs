@@ -57,9 +57,15 @@ impl Device {
     /// Whether the device does no DMA (`ib_uses_virt_dma()`): a software
     /// device such as `rdma_rxe` or `siw`, whose "DMA addresses" are kernel
     /// virtual addresses that the CPU copies from and to.
+    ///
+    /// `ib_uses_virt_dma()`'s own test, read in place rather than through
+    /// a helper: the mapping calls use it to skip the mapping-error check,
+    /// which C's inline `ib_dma_mapping_error()` skips the same way.
     #[inline]
     pub fn uses_virt_dma(&self) -> bool {
-        // SAFETY: reads the `dma_device` of a valid device (type invariant).
-        unsafe { bindings::ib_uses_virt_dma(self.as_raw()) }
+        // SAFETY: reads the `dma_device` pointer of a valid device (type
+        // invariant), which the RDMA core sets before registration and
+        // does not change while the device is registered.
+        cfg!(CONFIG_INFINIBAND_VIRT_DMA) && unsafe { (*self.as_raw()).dma_device.is_null() }
     }
 }
