@@ -275,16 +275,19 @@ siw) the kernel virtual address the CPU copies from and to. They are
 static inline functions; add helpers for them and for ibdev_to_node().
 
 Add `kernel::rdma::device::Device`, a borrowed `struct ib_device`, and
-`kernel::rdma::dma`: `Device::map_page()` maps part of a `Page` for a
-`kernel::dma::DataDirection` into a `Mapping` that borrows the page and
-is undone when dropped; `Device::map_owned_page()` gives a `PageMapping`
-that owns its page; `Device::map_single()` (unsafe: the caller vouches
-that the buffer is in the direct map) maps a buffer. A range outside the
-page, an empty one or `DataDirection::None` is refused with EINVAL, a
-mapping the DMA layer refuses is ENOMEM. A mapping stored in a work
-request's SGE is handed over with `Mapping::into_raw()` and undone by its
-new owner with the unsafe `Device::unmap_page()` or `unmap_single()`.
-Addresses are `u64`, as every verbs structure carries them.
+`kernel::rdma::dma`. `Device::map_page()` maps part of a `Page` for the
+device to read into a `Mapping` that borrows the page and is undone when
+dropped; a mapping the device writes needs its memory to itself:
+`Device::map_owned_page()` gives a `PageMapping` that owns its page (any
+`kernel::dma::DataDirection`), `map_page_with_direction()` is unsafe.
+`Device::map_single()` (unsafe: the caller vouches that the buffer is in
+the direct map) maps a buffer. A range outside the page, an empty one or
+`DataDirection::None` is refused with EINVAL, a mapping the DMA layer
+refuses is ENOMEM. A mapping stored in a work request's SGE is handed
+over with `Mapping::into_raw()` as a `RawMapping` (address, length,
+direction, and which map function made it) and undone by its new owner
+with the unsafe `Device::unmap_raw()`. Addresses are `u64`, as every
+verbs structure carries them.
 
 The first user is the RPC-over-RDMA server's Send path in Rust, which
 maps the pages and kvecs of a reply and the header buffer of each send
@@ -293,8 +296,9 @@ context; every upper-layer protocol maps its payloads this way.
 The KUnit suite (CONFIG_RUST_RDMA_KUNIT_TEST) maps pages and a buffer on
 a device without DMA, where the address is the kernel address: the bytes
 written into the page are those at the mapping's address, the bounds and
-direction are checked, and an owned page comes back with what was
-written through its mapping.
+directions are checked (an owned page comes back with the error), an
+owned page comes back with what was written through its mapping, and raw
+forms carry their kind and direction and are undone.
 EOF
 
 # in_tree_rs: a Rust file of the driver as it is in a kernel tree, stdin to

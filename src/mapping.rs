@@ -52,7 +52,8 @@ fn page_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Re
     // memory outlives it: this runs only under `map_reply_msg` (the only
     // maker of a `Mapper`), whose callers keep the memory until the ctxt
     // is released when it succeeds (its `# Safety`); when it fails, every
-    // payload mapping is undone here first (`mapping_failed`).
+    // payload mapping is undone here first (`mapping_failed`). The
+    // direction is `ToDevice` but in the `wrong_direction` test build.
     let Ok(mapping) = (unsafe { frag.dma_map(device, PAYLOAD_DIRECTION) }) else {
         // The address C's tracepoint reports is the failed call's value,
         // which is always `DMA_MAPPING_ERROR` (all ones).

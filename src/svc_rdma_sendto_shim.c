@@ -359,15 +359,31 @@ static_assert(DMA_MAPPING_ERROR == U64_MAX, "DMA_MAPPING_ERROR is not ~0");
 #define RS_PAYLOAD_DMA_DIR DMA_TO_DEVICE
 #endif
 
-/* A reply's payload SGEs, unmapped in one call (none to do without DMA). */
+/* One payload SGE, unmapped as it was mapped: a kvec single, a page fragment page. */
+static __always_inline void rs_unmap_one(struct ib_device *dev, u64 addr,
+					 size_t len, enum dma_data_direction dir,
+					 bool single)
+{
+	if (single)
+		ib_dma_unmap_single(dev, addr, len, dir);
+	else
+		ib_dma_unmap_page(dev, addr, len, dir);
+}
+
+/*
+ * A reply's payload SGEs, unmapped in one call (none to do without DMA).
+ * Bit i of @single: sges[i] is a kvec's ib_dma_map_single() mapping.
+ */
 notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
-				   const struct ib_sge *sges, size_t n)
+				   const struct ib_sge *sges, size_t n, u64 single)
 {
 	size_t i;
 
 	if (ib_uses_virt_dma(dev))
 		return;
 	for (i = 0; i < n; i++) {
+		bool s = i < 64 && (single >> i) & 1;
+
 #ifdef RPCRDMA_RS_MUTATE_unmap_in_flight
 		/* Test build: the first fragment was unmapped at the post. */
 		if (i == 0)
@@ -381,19 +397,19 @@ notrace void rs_ib_dma_unmap_pages(struct ib_device *dev,
 #ifdef RPCRDMA_RS_MUTATE_double_unmap
 		/* Test build: the first payload fragment unmapped twice. */
 		if (i == 0)
-			ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
-					  DMA_TO_DEVICE);
+			rs_unmap_one(dev, sges[i].addr, sges[i].length,
+				     DMA_TO_DEVICE, s);
 #endif
 #ifdef RPCRDMA_RS_MUTATE_unmap_wrong_len
 		/* Test build: the first payload fragment unmapped one byte short. */
 		if (i == 0 && sges[i].length > 1) {
-			ib_dma_unmap_page(dev, sges[i].addr, sges[i].length - 1,
-					  DMA_TO_DEVICE);
+			rs_unmap_one(dev, sges[i].addr, sges[i].length - 1,
+				     DMA_TO_DEVICE, s);
 			continue;
 		}
 #endif
-		ib_dma_unmap_page(dev, sges[i].addr, sges[i].length,
-				  RS_PAYLOAD_DMA_DIR);
+		rs_unmap_one(dev, sges[i].addr, sges[i].length,
+			     RS_PAYLOAD_DMA_DIR, s);
 	}
 }
 

@@ -83,7 +83,7 @@ u64 rust_helper_ib_dma_map_single(struct ib_device *dev, void *cpu_addr,
 				  size_t size, enum dma_data_direction direction);
 #endif
 void rs_ib_dma_unmap_pages(struct ib_device *dev, const struct ib_sge *sges,
-			   size_t n);
+			   size_t n, u64 single);
 /*
  * Fault-injection points of RPCRDMA_RS_FAULT_INJECTION=y builds; rs_fault()
  * and rs_ib_post_send_faulty() exist only in those.

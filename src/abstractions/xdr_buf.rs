@@ -172,7 +172,9 @@ impl Fragment<'_> {
     ///
     /// The fragment's memory stays allocated until the mapping is undone,
     /// whoever undoes it (the returned value, or the owner of its raw form,
-    /// [`Mapping::into_raw`]).
+    /// [`Mapping::into_raw`]). `dir` is `ToDevice` (the device reads a
+    /// reply), or the memory is the mapping's alone while mapped (the
+    /// `wrong_direction` test build breaks this on purpose, to be caught).
     pub(crate) unsafe fn dma_map<'f>(
         &'f self,
         device: &'f Device,
@@ -180,10 +182,15 @@ impl Fragment<'_> {
     ) -> Result<Mapping<'f>> {
         let len = usize::from_safe_cast(self.len);
         match &self.at {
-            At::Page(page) => device.map_page(page, usize::from_safe_cast(self.offset), len, dir),
+            // SAFETY: the page is borrowed with the fragment; `dir` is
+            // `ToDevice` or the range is the mapping's alone (`# Safety`).
+            At::Page(page) => unsafe {
+                device.map_page_with_direction(page, usize::from_safe_cast(self.offset), len, dir)
+            },
             // SAFETY: a kvec of the buffer lies in the direct map (type
-            // invariant), allocated until the mapping is undone
-            // (`# Safety`).
+            // invariant), allocated until the mapping is undone, and read
+            // by the device or the mapping's alone (`# Safety`); kmalloc'd
+            // or page memory, so cache-line aligned.
             At::Virt(base) => unsafe { device.map_single(*base, len, dir) },
         }
     }

@@ -84,6 +84,12 @@ pub(crate) struct Ledger {
     /// `state`, on 64-bit) rather than read through `sc_rdma`
     /// (`sc_max_req_size`, a C `int` to range-check) at each use.
     pub(super) xprt_buf_len: u32,
+    /// Bit `i` set: payload SGE `i + 1` holds a buffer mapping (a kvec,
+    /// `ib_dma_map_single`), clear: a page mapping. Written by the ctxt's
+    /// holder at each `add_payload_sge`, read by the release that undoes
+    /// them (`unmap_payload`); only the bits below `num_sge - 1` mean
+    /// anything.
+    pub(super) single_sges: u64,
 }
 
 /// Bytes from a ledger to its ctxt.

@@ -24,7 +24,7 @@ use super::xprt::{Drained, Rdma, SendQueueGone};
 use crate::llist::{Chain, HasLlistNode, LlistHead};
 use crate::rdma::cq::{self, CompletionHandler, HasCqe, WorkCompletion};
 use crate::rdma::device::Device;
-use crate::rdma::dma::Mapping;
+use crate::rdma::dma::{MapKind, Mapping, RawMapping};
 use crate::sys;
 use core::alloc::Layout;
 use core::marker::PhantomData;
@@ -333,7 +333,7 @@ impl<'r> Ctxt<'r> {
         if let Some(sge0) = this.sges_mut().first_mut() {
             // The header's mapping belongs to the ctxt from here: `free`
             // undoes it.
-            (sge0.addr, _) = mapping.into_raw();
+            sge0.addr = mapping.into_raw().addr;
             sge0.length = buf_len;
         }
         // SAFETY: a new ctxt, not yet listed.
@@ -482,6 +482,14 @@ impl<'r> Ctxt<'r> {
     }
 
     /// `num_sge` as C has it. A plain read: the holder is its only writer.
+    /// The ledger's record of which payload SGEs hold buffer mappings
+    /// (see `Ledger::single_sges`).
+    fn single_sges(&self) -> u64 {
+        // SAFETY: the ledger in front of our live ctxt; the mask is written
+        // only by the ctxt's holder, which we are.
+        unsafe { (*ledger_ptr(self.as_ptr())).single_sges }
+    }
+
     fn num_sge_raw(&self) -> c_int {
         // SAFETY: a field of our live ctxt, read in place (the census
         // reads it too, but only the holder writes it).
@@ -536,8 +544,9 @@ impl<'r> Ctxt<'r> {
         }
         let payload = self.sges().get(1..mapped).unwrap_or_default();
         // SAFETY: SGEs `1..num_sge` hold live payload mappings (type
-        // invariant), which no posted WR uses: a held ctxt is not posted.
-        unsafe { unmap_payload(self.rdma().device(), payload) };
+        // invariant), which no posted WR uses: a held ctxt is not posted;
+        // the ledger's mask says which are buffer mappings.
+        unsafe { unmap_payload(self.rdma().device(), payload, self.single_sges()) };
         // INVARIANT: only SGE 0, the header's, is mapped now.
         self.set_num_sge(1);
     }
@@ -579,6 +588,16 @@ impl<'r> Ctxt<'r> {
         let Ok(length) = u32::try_from(mapping.len()) else {
             return Err(mapping);
         };
+        // The kind of payload SGE `n` is bit `n - 1` of the ledger's mask;
+        // an SGE past its 64 bits cannot be recorded (no device has so many
+        // Send SGEs).
+        let Some(bit) = n
+            .checked_sub(1)
+            .and_then(|b| u32::try_from(b).ok())
+            .and_then(|b| 1u64.checked_shl(b))
+        else {
+            return Err(mapping);
+        };
         let Some(sge) = usize::try_from(n)
             .ok()
             .and_then(|i| self.sges_mut().get_mut(i))
@@ -586,9 +605,20 @@ impl<'r> Ctxt<'r> {
             return Err(mapping);
         };
         // The ctxt owns the mapping from here: `release_io` (or
-        // `unmap_payload_sges`) undoes it.
-        (sge.addr, _) = mapping.into_raw();
+        // `unmap_payload_sges`) undoes it, with the unmap its kind takes.
+        let raw = mapping.into_raw();
+        sge.addr = raw.addr;
         sge.length = length;
+        let ledger = ledger_ptr(self.as_ptr());
+        // SAFETY: the ledger in front of our ctxt; its mask is written only
+        // by the ctxt's holder, which we are, and read by its release.
+        unsafe {
+            if raw.kind == MapKind::Single {
+                (*ledger).single_sges |= bit;
+            } else {
+                (*ledger).single_sges &= !bit;
+            }
+        }
         // SAFETY: a field of our ctxt that only its holder uses, written
         // in place.
         unsafe { (*self.as_ptr()).sc_cur_sge_no = n };
@@ -1047,8 +1077,9 @@ impl<'r> IdleCtxt<'r> {
                 trace_unmap(ctxt.cid(), sge);
             }
             // SAFETY: SGEs `1..num_sge` hold live payload mappings (`Ctxt`
-            // invariant), unused now (type invariant).
-            unsafe { unmap_payload(ctxt.rdma().device(), payload) };
+            // invariant), unused now (type invariant), of the kinds the
+            // ledger's mask records.
+            unsafe { unmap_payload(ctxt.rdma().device(), payload, ctxt.single_sges()) };
         }
         if ctxt.page_count() > 0 {
             let pages = sys::release_pages_arg {
@@ -1084,13 +1115,10 @@ impl<'r> IdleCtxt<'r> {
         };
         let sge0 = ctxt.header_sge().addr;
         // SAFETY: nothing of the ctxt is in flight (type invariant), so its
-        // header mapping, made by `alloc` over the whole buffer
-        // (`map_single`, `ToDevice`), can go.
-        unsafe {
-            ctxt.rdma()
-                .device()
-                .unmap_single(sge0, l.2.size(), DataDirection::ToDevice)
-        };
+        // header mapping, made by `alloc` over the whole buffer (this raw
+        // form: `map_single`, `ToDevice`), can go; the buffer is freed
+        // after.
+        unsafe { ctxt.rdma().device().unmap_raw(header_mapping(sge0, &l)) };
         let c = ctxt.as_ptr();
         // SAFETY: the ctxt was listed at its allocation and is ours.
         unsafe { ledger_unlist(c) };
@@ -1286,12 +1314,9 @@ impl Ctxt<'_> {
         // nothing uses any more.
         let header = unsafe { (*addr_of!((*found).sc_sges).cast::<sys::ib_sge>()).addr };
         // SAFETY: the header buffer's mapping, made by `alloc` over the
-        // whole buffer (`map_single`, `ToDevice`); the ctxt is unlisted and
-        // nothing uses it.
-        unsafe {
-            rdma.device()
-                .unmap_single(header, l.2.size(), DataDirection::ToDevice)
-        };
+        // whole buffer (this raw form: `map_single`, `ToDevice`); the ctxt
+        // is unlisted and nothing uses it; the buffer is freed after.
+        unsafe { rdma.device().unmap_raw(header_mapping(header, &l)) };
         // SAFETY: allocated by `alloc` for `rdma` (so with `l`), unlisted,
         // unmapped, not used again.
         unsafe { free_memory(found, &l) };
@@ -1299,22 +1324,33 @@ impl Ctxt<'_> {
     }
 }
 
+/// The raw form of a ctxt's header mapping at `addr`: `alloc` maps the
+/// whole header buffer of `l` with `map_single` for `ToDevice`.
+fn header_mapping(addr: u64, l: &(Layout, Layout, Layout)) -> RawMapping {
+    RawMapping {
+        addr,
+        len: l.2.size(),
+        dir: DataDirection::ToDevice,
+        kind: MapKind::Single,
+    }
+}
+
 /// Undoes the payload mappings stored in `sges` (a reply's SGEs past the
 /// header's), in one call of the shim, which loops in C and returns at once
-/// on a device without DMA (`rdma_rxe`, `siw`). Page fragments were mapped
-/// with `ib_dma_map_page` and kvecs with `ib_dma_map_single`, both for
-/// `ToDevice`; the shim undoes them all with `ib_dma_unmap_page`, which is
-/// what `ib_dma_unmap_single` does in 7.3 (`dma_unmap_single_attrs` is
-/// `dma_unmap_page_attrs`), as C's file pairs a kvec mapped through its
-/// page.
+/// on a device without DMA (`rdma_rxe`, `siw`): page fragments with
+/// `ib_dma_unmap_page`, kvecs (bit `i` of `single` set for `sges[i]`) with
+/// `ib_dma_unmap_single`, as `Fragment::dma_map` made them, for the
+/// payload's direction.
 ///
 /// # Safety
 ///
 /// Each of `sges` holds a live payload mapping made on `device` by
-/// `Fragment::dma_map` and handed over with `Mapping::into_raw`, that no
-/// I/O uses any more and nothing else undoes.
-unsafe fn unmap_payload(device: &Device, sges: &[sys::ib_sge]) {
-    // SAFETY: live payload mappings of this device that no I/O uses any
-    // more (`# Safety`), read by the shim for the call only.
-    unsafe { sys::rs_ib_dma_unmap_pages(device.as_raw(), sges.as_ptr(), sges.len()) };
+/// `Fragment::dma_map`, of the kind `single` records, and handed over with
+/// `Mapping::into_raw`; no I/O uses them any more and nothing else undoes
+/// them; their memory is still allocated.
+unsafe fn unmap_payload(device: &Device, sges: &[sys::ib_sge], single: u64) {
+    // SAFETY: live payload mappings of this device, of the kinds `single`
+    // says, that no I/O uses any more (`# Safety`), read by the shim for
+    // the call only.
+    unsafe { sys::rs_ib_dma_unmap_pages(device.as_raw(), sges.as_ptr(), sges.len(), single) };
 }

@@ -12,19 +12,21 @@
 //! in every verbs structure (`ib_sge.addr`): a `dma_addr_t` widened, or a
 //! kernel pointer.
 //!
-//! A [`Mapping`] borrows the memory it maps: a page ([`Device::map_page`])
-//! or, through an `unsafe` contract, a buffer in the kernel's direct map
-//! ([`Device::map_single`]). A [`PageMapping`] owns its page
-//! ([`Device::map_owned_page`]). Both undo the mapping when dropped, with
-//! the direction they were made for. A mapping whose address goes into a
+//! A [`Mapping`] borrows the memory it maps: a page, for the device to read
+//! ([`Device::map_page`], safe) or in any direction
+//! ([`Device::map_page_with_direction`], `unsafe`: a device that writes the
+//! page needs it to itself), or a buffer in the kernel's direct map
+//! ([`Device::map_single`], `unsafe`: only the caller knows where a buffer
+//! lies). A [`PageMapping`] owns its page ([`Device::map_owned_page`], any
+//! direction). Both undo the mapping when dropped, with the direction and
+//! the unmap function that match how they were made. A mapping whose address goes into a
 //! work request is usually handed over with [`Mapping::into_raw`], and
-//! undone by its new owner with [`Device::unmap_page`] or
-//! [`Device::unmap_single`] once no work request uses it.
+//! undone by its new owner with [`Device::unmap_raw`] once no work request
+//! uses it.
 //!
 //! # Examples
 //!
 //! ```
-//! use kernel::dma::DataDirection;
 //! use kernel::page::Page;
 //! use kernel::rdma::device::Device;
 //!
@@ -33,7 +35,7 @@
 //!     // SAFETY: `msg` is readable for its length, and nothing else uses
 //!     // the page before it is mapped.
 //!     unsafe { page.write_raw(msg.as_ptr(), 0, msg.len())? };
-//!     let mapping = dev.map_page(page, 0, msg.len(), DataDirection::ToDevice)?;
+//!     let mapping = dev.map_page(page, 0, msg.len())?;
 //!     // An SGE of a work request would take the address and length; here
 //!     // the mapping is undone when it goes out of scope.
 //!     Ok((mapping.dma_address(), mapping.len()))
@@ -41,14 +43,15 @@
 //!
 //! # use kernel::{alloc::flags, bindings};
 //! # // A device without DMA (`dma_device` null), as a software device is.
+//! # if cfg!(CONFIG_INFINIBAND_VIRT_DMA) {
 //! # let raw = KBox::<bindings::ib_device>::new_uninit(GFP_KERNEL | flags::__GFP_ZERO)?;
 //! # // SAFETY: zeroed by the allocation; all-zero is a valid `ib_device`
 //! # // (integers, pointers, absent callbacks).
 //! # let mut raw = unsafe { raw.assume_init() };
-//! # // SAFETY: the device lives until the end of the example, and a null
-//! # // `dma_device` makes it one without DMA.
+//! # // SAFETY: the device lives until the end of the example; with
+//! # // `CONFIG_INFINIBAND_VIRT_DMA`, a null `dma_device` makes it one
+//! # // without DMA, valid for mapping.
 //! # let dev = unsafe { Device::from_raw(&mut *raw) };
-//! # if dev.uses_virt_dma() {
 //! let page = Page::alloc_page(GFP_KERNEL)?;
 //! let (addr, len) = map_message(dev, &page, b"hello")?;
 //! assert_eq!(len, 5);
@@ -60,7 +63,7 @@
 use super::device::Device;
 use crate::bindings;
 use crate::dma::DataDirection;
-use crate::error::{code::*, Result};
+use crate::error::{code::*, Error, Result};
 use crate::page::{Page, PAGE_SIZE};
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
@@ -69,9 +72,26 @@ use core::ptr::NonNull;
 /// Which `ib_dma_map_*` function made a mapping, and so which
 /// `ib_dma_unmap_*` undoes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+pub enum MapKind {
+    /// `ib_dma_map_page`, undone by `ib_dma_unmap_page`.
     Page,
+    /// `ib_dma_map_single`, undone by `ib_dma_unmap_single`.
     Single,
+}
+
+/// A mapping given up by its owner ([`Mapping::into_raw`]): its address and
+/// length, for a work request's SGE, and what undoing it takes
+/// ([`Device::unmap_raw`]).
+#[derive(Clone, Copy, Debug)]
+pub struct RawMapping {
+    /// The address the device uses.
+    pub addr: u64,
+    /// The length mapped, in bytes.
+    pub len: usize,
+    /// The direction it was made for.
+    pub dir: DataDirection,
+    /// The function that made it.
+    pub kind: MapKind,
 }
 
 /// Maps `len` bytes at `offset` in `page`, or at `addr` (a buffer in the
@@ -80,8 +100,9 @@ enum Kind {
 /// # Safety
 ///
 /// The memory to map is live, and stays so until the mapping is undone;
-/// for [`Kind::Single`], `addr..addr + len` lies in the kernel's direct
-/// map. `dir` is not [`DataDirection::None`].
+/// for [`Target::Single`], `addr..addr + len` lies in the kernel's direct
+/// map. `dir` is not [`DataDirection::None`]. For a direction in which the
+/// device writes, the memory is the mapping's alone while mapped.
 unsafe fn map(device: &Device, what: Target, len: usize, dir: DataDirection) -> Result<u64> {
     let d = device.as_raw();
     let addr = match what {
@@ -123,15 +144,15 @@ enum Target {
 ///
 /// `addr`/`len` is a live mapping on `device`, made for `dir` by the
 /// function of `kind`, that no I/O uses any more and nothing else undoes.
-unsafe fn unmap(device: &Device, kind: Kind, addr: u64, len: usize, dir: DataDirection) {
+unsafe fn unmap(device: &Device, kind: MapKind, addr: u64, len: usize, dir: DataDirection) {
     let d = device.as_raw();
     match kind {
         // SAFETY: a live page mapping of this device, for `dir`, unused
         // (`# Safety`).
-        Kind::Page => unsafe { bindings::ib_dma_unmap_page(d, addr, len, dir.into()) },
+        MapKind::Page => unsafe { bindings::ib_dma_unmap_page(d, addr, len, dir.into()) },
         // SAFETY: a live single mapping of this device, for `dir`, unused
         // (`# Safety`).
-        Kind::Single => unsafe { bindings::ib_dma_unmap_single(d, addr, len, dir.into()) },
+        MapKind::Single => unsafe { bindings::ib_dma_unmap_single(d, addr, len, dir.into()) },
     }
 }
 
@@ -146,13 +167,40 @@ fn check_page_range(offset: usize, len: usize, dir: DataDirection) -> Result {
 }
 
 impl Device {
-    /// Maps `len` bytes at `offset` in `page` for `dir`.
+    /// Maps `len` bytes at `offset` in `page` for the device to read
+    /// ([`DataDirection::ToDevice`]).
     ///
-    /// The range must lie inside the page and not be empty, and `dir` must
-    /// move data (not [`DataDirection::None`]): `EINVAL` otherwise. A
-    /// mapping the DMA layer refuses (no IOMMU space or bounce buffer
-    /// left) is `ENOMEM`.
+    /// The range must lie inside the page and not be empty: `EINVAL`
+    /// otherwise. A mapping the DMA layer refuses (no IOMMU space or bounce
+    /// buffer left) is `ENOMEM`. Safe because nothing the device or the DMA
+    /// layer does for such a mapping writes the page; a mapping the device
+    /// writes needs the page to itself ([`Device::map_owned_page`], or the
+    /// `unsafe` [`Device::map_page_with_direction`]).
+    #[inline]
     pub fn map_page<'a>(
+        &'a self,
+        page: &'a Page,
+        offset: usize,
+        len: usize,
+    ) -> Result<Mapping<'a>> {
+        // SAFETY: `ToDevice`: nothing writes the page for this mapping.
+        unsafe { self.map_page_with_direction(page, offset, len, DataDirection::ToDevice) }
+    }
+
+    /// Maps `len` bytes at `offset` in `page` for `dir`. The same checks
+    /// and errors as [`Device::map_page`]; `dir` must move data (not
+    /// [`DataDirection::None`], which the DMA API does not take): `EINVAL`.
+    ///
+    /// # Safety
+    ///
+    /// For [`DataDirection::FromDevice`] and
+    /// [`DataDirection::Bidirectional`]: while the mapping lives (and until
+    /// its raw form is undone), nothing else reads or writes the mapped
+    /// range or the cache lines it touches, and no other mapping covers it:
+    /// the device writes it, and so may the DMA layer when the mapping is
+    /// undone (a bounce buffer copied back, caches invalidated).
+    #[inline]
+    pub unsafe fn map_page_with_direction<'a>(
         &'a self,
         page: &'a Page,
         offset: usize,
@@ -161,8 +209,9 @@ impl Device {
     ) -> Result<Mapping<'a>> {
         check_page_range(offset, len, dir)?;
         // SAFETY: the page holds the range (checked above) and is borrowed
-        // for `'a`, as long as the mapping lives or its raw form is used
-        // under `unmap_page`'s contract; `dir` is not `None`.
+        // for `'a`, as long as the mapping lives (its raw form is under
+        // `unmap_raw`'s contract); `dir` is not `None`; a mapping the
+        // device writes has the range to itself (`# Safety`).
         let addr = unsafe { map(self, Target::Page(page.as_ptr(), offset), len, dir)? };
         // INVARIANT: mapped on `self` for `dir` by `ib_dma_map_page`,
         // checked; the page is borrowed for the mapping's lifetime.
@@ -171,7 +220,7 @@ impl Device {
             addr,
             len,
             dir,
-            kind: Kind::Page,
+            kind: MapKind::Page,
             _memory: PhantomData,
         })
     }
@@ -185,7 +234,11 @@ impl Device {
     /// `addr..addr + len` is memory of the kernel's direct map (from
     /// `kmalloc` or the page allocator, not `vmalloc`, not a stack), and
     /// stays allocated until the mapping is undone, whoever undoes it (the
-    /// returned value, or the owner of its raw form).
+    /// returned value, or the owner of its raw form). For
+    /// [`DataDirection::FromDevice`] and [`DataDirection::Bidirectional`]
+    /// the buffer is also the mapping's alone while mapped, as for
+    /// [`Device::map_page_with_direction`], and starts and ends on cache
+    /// line boundaries (`kmalloc` memory does).
     pub unsafe fn map_single(
         &self,
         addr: NonNull<u8>,
@@ -205,25 +258,33 @@ impl Device {
             addr,
             len,
             dir,
-            kind: Kind::Single,
+            kind: MapKind::Single,
             _memory: PhantomData,
         })
     }
 
     /// Maps `len` bytes at `offset` in `page`, which the mapping takes, for
-    /// `dir`. The same checks and errors as [`Device::map_page`]; on an
-    /// error the page is freed.
+    /// `dir`, any direction that moves data: the page is the mapping's
+    /// alone. The same checks and errors as
+    /// [`Device::map_page_with_direction`]; on an error the page comes back
+    /// with it.
     pub fn map_owned_page(
         &self,
         page: Page,
         offset: usize,
         len: usize,
         dir: DataDirection,
-    ) -> Result<PageMapping<'_>> {
-        check_page_range(offset, len, dir)?;
+    ) -> core::result::Result<PageMapping<'_>, (Error, Page)> {
+        if let Err(e) = check_page_range(offset, len, dir) {
+            return Err((e, page));
+        }
         // SAFETY: the page holds the range (checked above); the returned
-        // value owns it, so it is live until the mapping is undone.
-        let addr = unsafe { map(self, Target::Page(page.as_ptr(), offset), len, dir)? };
+        // value owns it, so it is live and touched by nothing else until
+        // the mapping is undone; `dir` is not `None`.
+        let addr = match unsafe { map(self, Target::Page(page.as_ptr(), offset), len, dir) } {
+            Ok(addr) => addr,
+            Err(e) => return Err((e, page)),
+        };
         // INVARIANT: mapped on `self` for `dir` by `ib_dma_map_page`,
         // checked; the page is owned by the mapping.
         Ok(PageMapping {
@@ -235,30 +296,19 @@ impl Device {
         })
     }
 
-    /// Undoes a page mapping given up with [`Mapping::into_raw`].
+    /// Undoes a mapping given up with [`Mapping::into_raw`], with the
+    /// direction and the unmap function that match how it was made.
     ///
     /// # Safety
     ///
-    /// `addr`/`len` is the raw form of a [`Mapping`] made on this device
-    /// for `dir` by [`Device::map_page`], not undone yet, and no I/O
-    /// uses it any more.
-    pub unsafe fn unmap_page(&self, addr: u64, len: usize, dir: DataDirection) {
-        // SAFETY: a live page mapping of this device for `dir`, unused
-        // (`# Safety`).
-        unsafe { unmap(self, Kind::Page, addr, len, dir) }
-    }
-
-    /// Undoes a buffer mapping given up with [`Mapping::into_raw`].
-    ///
-    /// # Safety
-    ///
-    /// `addr`/`len` is the raw form of a [`Mapping`] made on this device
-    /// for `dir` by [`Device::map_single`], not undone yet, and no I/O
-    /// uses it any more.
-    pub unsafe fn unmap_single(&self, addr: u64, len: usize, dir: DataDirection) {
-        // SAFETY: a live single mapping of this device for `dir`, unused
-        // (`# Safety`).
-        unsafe { unmap(self, Kind::Single, addr, len, dir) }
+    /// `raw` is what [`Mapping::into_raw`] returned for a mapping made on
+    /// this device, not undone yet; no I/O uses it any more, and the memory
+    /// it maps is still allocated (undoing a mapping may copy a bounce
+    /// buffer back into it).
+    pub unsafe fn unmap_raw(&self, raw: RawMapping) {
+        // SAFETY: a live mapping of this device, made for `raw.dir` by
+        // `raw.kind`'s function, unused, its memory allocated (`# Safety`).
+        unsafe { unmap(self, raw.kind, raw.addr, raw.len, raw.dir) }
     }
 }
 
@@ -277,7 +327,7 @@ pub struct Mapping<'a> {
     addr: u64,
     len: usize,
     dir: DataDirection,
-    kind: Kind,
+    kind: MapKind,
     _memory: PhantomData<&'a Page>,
 }
 
@@ -306,16 +356,19 @@ impl Mapping<'_> {
         self.dir
     }
 
-    /// Gives up the mapping without undoing it, for a work request's SGE:
-    /// its address and length. Whoever stores them undoes the mapping with
-    /// [`Device::unmap_page`] (from [`Device::map_page`]) or
-    /// [`Device::unmap_single`] (from [`Device::map_single`]) and the same
-    /// direction once no I/O uses it, before the memory is freed; or never,
-    /// which leaks it.
+    /// Gives up the mapping without undoing it, for a work request's SGE.
+    /// Whoever keeps the [`RawMapping`] undoes it with
+    /// [`Device::unmap_raw`] once no I/O uses it, before the memory is
+    /// freed; or never, which leaks it.
     #[inline]
-    pub fn into_raw(self) -> (u64, usize) {
+    pub fn into_raw(self) -> RawMapping {
         let this = ManuallyDrop::new(self);
-        (this.addr, this.len)
+        RawMapping {
+            addr: this.addr,
+            len: this.len,
+            dir: this.dir,
+            kind: this.kind,
+        }
     }
 }
 
@@ -323,8 +376,10 @@ impl Drop for Mapping<'_> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: a live mapping of `device` made for `dir` by `kind`'s
-        // function (type invariant), owned by `self` alone, which no I/O
-        // uses: an I/O would have needed its raw form.
+        // function (type invariant), owned by `self` alone; posting an I/O
+        // on its address is `unsafe`, and that contract keeps the mapping
+        // alive for the I/O, so none uses it now. Its memory is still
+        // allocated (borrowed for `'a`, or by `map_single`'s contract).
         unsafe { unmap(self.device, self.kind, self.addr, self.len, self.dir) };
     }
 }
@@ -364,8 +419,17 @@ impl PageMapping<'_> {
         self.len == 0
     }
 
-    /// The page, for the CPU's reads and writes (`Page::read_raw`,
-    /// `Page::write_raw`, whose contracts rule out racing the device).
+    /// The direction the mapping was made for.
+    #[inline]
+    pub fn direction(&self) -> DataDirection {
+        self.dir
+    }
+
+    /// The page. The CPU must not touch the mapped range while the device
+    /// may (`Page::read_raw` and `Page::write_raw` are `unsafe` for such
+    /// races), and under a bounce buffer or without cache coherence it sees
+    /// the device's writes only once the mapping is undone
+    /// ([`PageMapping::into_page`]); this abstraction has no sync yet.
     #[inline]
     pub fn page(&self) -> &Page {
         &self.page
@@ -374,9 +438,10 @@ impl PageMapping<'_> {
     /// Undoes the mapping and gives the page back.
     pub fn into_page(self) -> Page {
         let this = ManuallyDrop::new(self);
-        // SAFETY: the mapping is live and owned by `this` (type invariant),
-        // which no I/O uses: an I/O would have needed a raw form.
-        unsafe { unmap(this.device, Kind::Page, this.addr, this.len, this.dir) };
+        // SAFETY: the mapping is live and owned by `this` (type invariant);
+        // an I/O on its address would have had to keep it alive (posting is
+        // `unsafe`), so none uses it now; the page is still ours.
+        unsafe { unmap(this.device, MapKind::Page, this.addr, this.len, this.dir) };
         // SAFETY: `this` is never dropped, so the page is moved out once.
         unsafe { core::ptr::read(&this.page) }
     }
@@ -386,9 +451,10 @@ impl Drop for PageMapping<'_> {
     #[inline]
     fn drop(&mut self) {
         // SAFETY: a live page mapping of `device` for `dir` (type
-        // invariant), owned by `self` alone and unused by any I/O. The page
-        // is freed after this, when the fields drop.
-        unsafe { unmap(self.device, Kind::Page, self.addr, self.len, self.dir) };
+        // invariant), owned by `self` alone; an I/O on its address would
+        // have had to keep it alive (posting is `unsafe`). The page is
+        // freed after this, when the fields drop.
+        unsafe { unmap(self.device, MapKind::Page, self.addr, self.len, self.dir) };
     }
 }
 
@@ -418,7 +484,7 @@ mod tests {
         let msg = *b"work request payload";
         // SAFETY: `msg` is readable for its length; nothing else uses the page.
         unsafe { page.write_raw(msg.as_ptr(), 16, msg.len())? };
-        let m = dev.map_page(&page, 16, msg.len(), DataDirection::ToDevice)?;
+        let m = dev.map_page(&page, 16, msg.len())?;
         assert_eq!(m.len(), msg.len());
         assert_eq!(m.direction(), DataDirection::ToDevice);
         let addr = usize::try_from(m.dma_address()).map_err(|_| EINVAL)?;
@@ -428,6 +494,11 @@ mod tests {
             core::slice::from_raw_parts(core::ptr::with_exposed_provenance::<u8>(addr), msg.len())
         };
         assert_eq!(seen, &msg[..]);
+        let raw = m.into_raw();
+        assert_eq!((raw.len, raw.kind), (msg.len(), MapKind::Page));
+        // SAFETY: the raw form of the mapping just made, unused by any I/O;
+        // the page is still allocated.
+        unsafe { dev.unmap_raw(raw) };
         Ok(())
     }
 
@@ -437,16 +508,23 @@ mod tests {
         // SAFETY: lives until the end of the test; without DMA.
         let dev = unsafe { Device::from_raw(&mut *raw) };
         let page = Page::alloc_page(GFP_KERNEL)?;
-        let to = DataDirection::ToDevice;
-        assert_eq!(
-            dev.map_page(&page, PAGE_SIZE - 8, 9, to).err(),
-            Some(EINVAL)
-        );
-        assert_eq!(dev.map_page(&page, 0, 0, to).err(), Some(EINVAL));
-        assert_eq!(dev.map_page(&page, usize::MAX, 2, to).err(), Some(EINVAL));
-        let none = DataDirection::None;
-        assert_eq!(dev.map_page(&page, 0, 1, none).err(), Some(EINVAL));
-        assert!(dev.map_page(&page, PAGE_SIZE - 8, 8, to).is_ok());
+        assert_eq!(dev.map_page(&page, PAGE_SIZE - 8, 9).err(), Some(EINVAL));
+        assert_eq!(dev.map_page(&page, 0, 0).err(), Some(EINVAL));
+        assert_eq!(dev.map_page(&page, usize::MAX, 2).err(), Some(EINVAL));
+        // SAFETY: refused before anything is mapped.
+        let none = unsafe { dev.map_page_with_direction(&page, 0, 1, DataDirection::None) };
+        assert_eq!(none.err(), Some(EINVAL));
+        assert!(dev.map_page(&page, PAGE_SIZE - 8, 8).is_ok());
+        // An owned page comes back with the error.
+        let Err((e, page)) = dev.map_owned_page(page, 1, PAGE_SIZE, DataDirection::FromDevice)
+        else {
+            return Err(EINVAL);
+        };
+        assert_eq!(e, EINVAL);
+        let Err((e, _page)) = dev.map_owned_page(page, 0, 1, DataDirection::None) else {
+            return Err(EINVAL);
+        };
+        assert_eq!(e, EINVAL);
         Ok(())
     }
 
@@ -456,7 +534,10 @@ mod tests {
         // SAFETY: lives until the end of the test; without DMA.
         let dev = unsafe { Device::from_raw(&mut *raw) };
         let page = Page::alloc_page(GFP_KERNEL)?;
-        let m = dev.map_owned_page(page, 0, PAGE_SIZE, DataDirection::FromDevice)?;
+        let m = dev
+            .map_owned_page(page, 0, PAGE_SIZE, DataDirection::FromDevice)
+            .map_err(|(e, _)| e)?;
+        assert_eq!(m.direction(), DataDirection::FromDevice);
         let addr = usize::try_from(m.dma_address()).map_err(|_| EINVAL)?;
         // What a software device does for a receive: the CPU writes at the
         // mapping's address.
@@ -489,14 +570,22 @@ mod tests {
             Some(m.dma_address()),
             u64::try_from(base.as_ptr().expose_provenance()).ok()
         );
-        let (addr, len) = m.into_raw();
-        assert_eq!(len, 64);
-        // SAFETY: the raw form of the mapping just made by `map_single` for
-        // `ToDevice`, unused by any I/O.
-        unsafe { dev.unmap_single(addr, len, DataDirection::ToDevice) };
-        // SAFETY: an empty buffer is refused before anything is mapped.
+        let raw = m.into_raw();
+        assert_eq!(
+            (raw.len, raw.kind, raw.dir),
+            (64, MapKind::Single, DataDirection::ToDevice)
+        );
+        // SAFETY: the raw form of the mapping just made, unused by any I/O;
+        // `buf` is still allocated.
+        unsafe { dev.unmap_raw(raw) };
+        // SAFETY: an empty buffer, or no direction, is refused before
+        // anything is mapped.
         let empty = unsafe { dev.map_single(base, 0, DataDirection::ToDevice) };
         assert_eq!(empty.err(), Some(EINVAL));
+        // SAFETY: `DataDirection::None` is refused before anything is
+        // mapped, so nothing reads `buf`.
+        let none = unsafe { dev.map_single(base, 64, DataDirection::None) };
+        assert_eq!(none.err(), Some(EINVAL));
         Ok(())
     }
 }
