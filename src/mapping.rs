@@ -20,7 +20,7 @@ use crate::abstractions::send_ctxt::Ctxt;
 use crate::abstractions::xdr_buf::{Fragment, XdrBuf, PAGE_SIZE_U32};
 use crate::abstractions::xprt::Rdma;
 use crate::proto::pullup::{self, Inline, Linearizer, PULLUP_THRESH};
-use crate::rdma::device::Device;
+use crate::rdma::dma::Dma;
 use kernel::dma::DataDirection;
 use kernel::error::{
     code::{E2BIG, EIO, EMSGSIZE},
@@ -42,11 +42,11 @@ const PAYLOAD_DIRECTION: DataDirection = DataDirection::FromDevice;
 /// ctxt's next SGE. The SGE index is taken before mapping, as in C, and
 /// checked against the array, which C does not do: an overrun is `EIO`.
 ///
-/// `device` is the transport's, read once per reply by the caller.
+/// `dma` is the transport's device's, made once per reply by the caller.
 ///
 /// Out of line, one copy for head, page fragments and tail, as in C.
 #[inline(never)]
-fn page_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
+fn page_dma_map(dma: &Dma<'_>, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Result<(), Error> {
     let len = frag.len();
     // SAFETY: the mapping goes into the ctxt's SGEs, and the reply's
     // memory outlives it: this runs only under `map_reply_msg` (the only
@@ -54,7 +54,7 @@ fn page_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, frag: &Fragment<'_>) -> Re
     // is released when it succeeds (its `# Safety`); when it fails, every
     // payload mapping is undone here first (`mapping_failed`). The
     // direction is `ToDevice` but in the `wrong_direction` test build.
-    let Ok(mapping) = (unsafe { frag.dma_map(device, PAYLOAD_DIRECTION) }) else {
+    let Ok(mapping) = (unsafe { frag.dma_map(dma, PAYLOAD_DIRECTION) }) else {
         // The address C's tracepoint reports is the failed call's value,
         // which is always `DMA_MAPPING_ERROR` (all ones).
         events::dma_map_err(ctxt.cid(), u64::MAX, len);
@@ -97,18 +97,18 @@ fn mapping_failed(ctxt: &mut Ctxt<'_>) -> Error {
 /// page array fails it (C would oops on it; skipping it would send fewer
 /// bytes than the header says). On any failure the payload mappings made
 /// so far are undone ([`mapping_failed`]).
-fn xb_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
+fn xb_dma_map(dma: &Dma<'_>, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_int, Error> {
     if let Some(head) = xdr.head() {
-        page_dma_map(device, ctxt, &head)?;
+        page_dma_map(dma, ctxt, &head)?;
     }
     for frag in xdr.page_fragments() {
         let Some(frag) = frag else {
             return Err(mapping_failed(ctxt));
         };
-        page_dma_map(device, ctxt, &frag)?;
+        page_dma_map(dma, ctxt, &frag)?;
     }
     if let Some(tail) = xdr.tail() {
-        page_dma_map(device, ctxt, &tail)?;
+        page_dma_map(dma, ctxt, &tail)?;
     }
     Ok(c_int::try_from(xdr.len()).unwrap_or(c_int::MAX))
 }
@@ -116,14 +116,14 @@ fn xb_dma_map(device: &Device, ctxt: &mut Ctxt<'_>, xdr: &XdrBuf) -> Result<c_in
 /// The mapping actor's data (`svc_rdma_map_data`). Made only by
 /// [`map_reply_msg`], whose contract keeps the mapped memory allocated.
 struct Mapper<'a, 'c, 'r> {
-    device: &'a Device,
+    dma: Dma<'a>,
     ctxt: &'c mut Ctxt<'r>,
 }
 
 impl RegionActor for Mapper<'_, '_, '_> {
     #[inline(never)]
     fn region(&mut self, region: &XdrBuf) -> Result<c_int, Error> {
-        xb_dma_map(self.device, self.ctxt, region)
+        xb_dma_map(&self.dma, self.ctxt, region)
     }
 }
 
@@ -324,14 +324,9 @@ pub(crate) unsafe fn map_reply_msg(
         Err(e) => e.to_errno(),
         Ok(Inline::PullUp) => pull_up_reply_msg(sctxt, write_pcl, xdr),
         Ok(Inline::Map) => {
-            let device = rdma.device();
-            write_pcl.process_nonpayloads(
-                xdr,
-                &mut Mapper {
-                    device,
-                    ctxt: sctxt,
-                },
-            )
+            // `ib_uses_virt_dma()` asked once for all the reply's mappings.
+            let dma = rdma.device().dma();
+            write_pcl.process_nonpayloads(xdr, &mut Mapper { dma, ctxt: sctxt })
         }
     }
 }

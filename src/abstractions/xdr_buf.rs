@@ -6,8 +6,7 @@
 //! or a region of one, read as [`Fragment`]s.
 
 use crate::proto::pullup::{self, XdrShape};
-use crate::rdma::device::Device;
-use crate::rdma::dma::Mapping;
+use crate::rdma::dma::{Dma, Mapping};
 use crate::sys;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -162,7 +161,7 @@ impl Fragment<'_> {
         self.len
     }
 
-    /// Maps the fragment on `device` for `dir`: a page fragment as a page
+    /// Maps the fragment with `dma` for `dir`: a page fragment as a page
     /// mapping, a kvec as a buffer mapping (`ib_dma_map_single`, which in
     /// 7.3 is a page mapping through the kvec's page, as C's
     /// `svc_rdma_iov_dma_map` makes it). `ENOMEM` when the DMA layer
@@ -177,7 +176,7 @@ impl Fragment<'_> {
     /// `wrong_direction` test build breaks this on purpose, to be caught).
     pub(crate) unsafe fn dma_map<'f>(
         &'f self,
-        device: &'f Device,
+        dma: &Dma<'f>,
         dir: DataDirection,
     ) -> Result<Mapping<'f>> {
         let len = usize::from_safe_cast(self.len);
@@ -185,13 +184,13 @@ impl Fragment<'_> {
             // SAFETY: the page is borrowed with the fragment; `dir` is
             // `ToDevice` or the range is the mapping's alone (`# Safety`).
             At::Page(page) => unsafe {
-                device.map_page_with_direction(page, usize::from_safe_cast(self.offset), len, dir)
+                dma.map_page_with_direction(page, usize::from_safe_cast(self.offset), len, dir)
             },
             // SAFETY: a kvec of the buffer lies in the direct map (type
             // invariant), allocated until the mapping is undone, and read
             // by the device or the mapping's alone (`# Safety`); kmalloc'd
             // or page memory, so cache-line aligned.
-            At::Virt(base) => unsafe { device.map_single(*base, len, dir) },
+            At::Virt(base) => unsafe { dma.map_single(*base, len, dir) },
         }
     }
 

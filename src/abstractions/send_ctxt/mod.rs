@@ -284,7 +284,12 @@ impl<'r> Ctxt<'r> {
                 // SAFETY: `b` is `l.2.size()` bytes of the direct map
                 // (kmalloc), freed only after the mapping is undone (by
                 // `free`, or by the drop below when the ctxt is not made).
-                unsafe { device.map_single(b, l.2.size(), DataDirection::ToDevice) }.ok()
+                unsafe {
+                    device
+                        .dma()
+                        .map_single(b, l.2.size(), DataDirection::ToDevice)
+                }
+                .ok()
             }
             _ => None,
         };

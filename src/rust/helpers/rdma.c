@@ -7,6 +7,11 @@ __rust_helper int rust_helper_ibdev_to_node(struct ib_device *ibdev)
 	return ibdev_to_node(ibdev);
 }
 
+__rust_helper bool rust_helper_ib_uses_virt_dma(struct ib_device *dev)
+{
+	return ib_uses_virt_dma(dev);
+}
+
 __rust_helper u64 rust_helper_ib_dma_map_page(struct ib_device *dev,
 					      struct page *page,
 					      unsigned long offset, size_t size,

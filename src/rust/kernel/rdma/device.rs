@@ -62,19 +62,10 @@ impl Device {
     /// Whether the device does no DMA (`ib_uses_virt_dma()`): a software
     /// device such as `rdma_rxe` or `siw`, whose "DMA addresses" are kernel
     /// virtual addresses that the CPU copies from and to.
-    ///
-    /// `ib_uses_virt_dma()`'s own test, read in place rather than through
-    /// a helper: the mapping calls use it to skip the mapping-error check,
-    /// which C's inline `ib_dma_mapping_error()` skips the same way. (The
-    /// header asks upper-layer protocols not to use `dma_device`; this
-    /// only tests it for null, as the core's inline does, and a helper
-    /// call per mapping measured 4% of the Send path's own instructions
-    /// for a reply of mapped pages.)
     #[inline]
     pub fn uses_virt_dma(&self) -> bool {
-        // SAFETY: reads the `dma_device` pointer of a valid device (type
-        // invariant), which the RDMA core sets before registration and
-        // does not change while the device is registered.
-        cfg!(CONFIG_INFINIBAND_VIRT_DMA) && unsafe { (*self.as_raw()).dma_device.is_null() }
+        // SAFETY: reads the `dma_device` of a valid device (type invariant),
+        // set before registration and unchanged while registered.
+        unsafe { bindings::ib_uses_virt_dma(self.as_raw()) }
     }
 }

@@ -12,12 +12,14 @@
 //! in every verbs structure (`ib_sge.addr`): a `dma_addr_t` widened, or a
 //! kernel pointer.
 //!
+//! The mapping functions are those of a [`Dma`], a device's handle that
+//! asks once whether the device does DMA at all ([`Device::dma`]).
 //! A [`Mapping`] borrows the memory it maps: a page, for the device to read
-//! ([`Device::map_page`], safe) or in any direction
-//! ([`Device::map_page_with_direction`], `unsafe`: a device that writes the
+//! ([`Dma::map_page`], safe) or in any direction
+//! ([`Dma::map_page_with_direction`], `unsafe`: a device that writes the
 //! page needs it to itself), or a buffer in the kernel's direct map
-//! ([`Device::map_single`], `unsafe`: only the caller knows where a buffer
-//! lies). A [`PageMapping`] owns its page ([`Device::map_owned_page`], any
+//! ([`Dma::map_single`], `unsafe`: only the caller knows where a buffer
+//! lies). A [`PageMapping`] owns its page ([`Dma::map_owned_page`], any
 //! direction). Both undo the mapping when dropped, with the direction and
 //! the unmap function that match how they were made. A mapping whose address goes into a
 //! work request is usually handed over with [`Mapping::into_raw`], and
@@ -35,7 +37,7 @@
 //!     // SAFETY: `msg` is readable for its length, and nothing else uses
 //!     // the page before it is mapped.
 //!     unsafe { page.write_raw(msg.as_ptr(), 0, msg.len())? };
-//!     let mapping = dev.map_page(page, 0, msg.len())?;
+//!     let mapping = dev.dma().map_page(page, 0, msg.len())?;
 //!     // An SGE of a work request would take the address and length; here
 //!     // the mapping is undone when it goes out of scope.
 //!     Ok((mapping.dma_address(), mapping.len()))
@@ -103,16 +105,16 @@ pub struct RawMapping {
 /// for [`Target::Single`], `addr..addr + len` lies in the kernel's direct
 /// map. `dir` is not [`DataDirection::None`]. For a direction in which the
 /// device writes, the memory is the mapping's alone while mapped.
-unsafe fn map(device: &Device, what: Target, len: usize, dir: DataDirection) -> Result<u64> {
-    let d = device.as_raw();
+unsafe fn map(dma: &Dma<'_>, what: Target, len: usize, dir: DataDirection) -> Result<u64> {
+    let d = dma.device.as_raw();
     let addr = match what {
-        // SAFETY: `device` is valid for mapping (type invariant); the page
-        // holds `offset..offset + len`, live until the mapping is undone
-        // (`# Safety`).
+        // SAFETY: the device is valid for mapping (`Device` invariant); the
+        // page holds `offset..offset + len`, live until the mapping is
+        // undone (`# Safety`).
         Target::Page(page, offset) => unsafe {
             bindings::ib_dma_map_page(d, page, offset, len, dir.into())
         },
-        // SAFETY: `device` is valid for mapping (type invariant); the
+        // SAFETY: the device is valid for mapping (`Device` invariant); the
         // buffer is direct-map memory, live until the mapping is undone
         // (`# Safety`).
         Target::Single(addr) => unsafe {
@@ -120,11 +122,11 @@ unsafe fn map(device: &Device, what: Target, len: usize, dir: DataDirection) -> 
         },
     };
     // A device without DMA never fails a mapping (`ib_dma_mapping_error()`
-    // is 0 for it), so its check costs no call.
-    if device.uses_virt_dma() {
+    // is 0 for it), so its check costs no call (`virt`, asked once).
+    if dma.virt {
         return Ok(addr);
     }
-    // SAFETY: `addr` is what the map call above returned for `device`.
+    // SAFETY: `addr` is what the map call above returned for the device.
     if unsafe { bindings::ib_dma_mapping_error(d, addr) } != 0 {
         return Err(ENOMEM);
     }
@@ -166,7 +168,59 @@ fn check_page_range(offset: usize, len: usize, dir: DataDirection) -> Result {
     Ok(())
 }
 
+/// A device's mapping functions, with `ib_uses_virt_dma()` asked once
+/// ([`Device::dma`]).
+///
+/// Each mapping must be checked with `ib_dma_mapping_error()` (DMA-API
+/// debugging reports one that was not), which a device without DMA never
+/// fails: asked once for a batch of mappings (a reply's fragments), that
+/// test spares a call per mapping. The handle is cheap; make one where
+/// mappings are made, not one per device.
+///
+/// # Invariants
+///
+/// `virt` is `device.uses_virt_dma()`.
+#[derive(Clone, Copy)]
+pub struct Dma<'a> {
+    device: &'a Device,
+    virt: bool,
+}
+
 impl Device {
+    /// The device's mapping functions.
+    #[inline]
+    pub fn dma(&self) -> Dma<'_> {
+        // INVARIANT: `virt` is what the device says, and a device does not
+        // change it while valid (`Device` invariant).
+        Dma {
+            device: self,
+            virt: self.uses_virt_dma(),
+        }
+    }
+
+    /// Undoes a mapping given up with [`Mapping::into_raw`], with the
+    /// direction and the unmap function that match how it was made.
+    ///
+    /// # Safety
+    ///
+    /// `raw` is what [`Mapping::into_raw`] returned for a mapping made on
+    /// this device, not undone yet; no I/O uses it any more, and the memory
+    /// it maps is still allocated (undoing a mapping may copy a bounce
+    /// buffer back into it).
+    pub unsafe fn unmap_raw(&self, raw: RawMapping) {
+        // SAFETY: a live mapping of this device, made for `raw.dir` by
+        // `raw.kind`'s function, unused, its memory allocated (`# Safety`).
+        unsafe { unmap(self, raw.kind, raw.addr, raw.len, raw.dir) }
+    }
+}
+
+impl<'a> Dma<'a> {
+    /// The device.
+    #[inline]
+    pub fn device(&self) -> &'a Device {
+        self.device
+    }
+
     /// Maps `len` bytes at `offset` in `page` for the device to read
     /// ([`DataDirection::ToDevice`]).
     ///
@@ -174,21 +228,19 @@ impl Device {
     /// otherwise. A mapping the DMA layer refuses (no IOMMU space or bounce
     /// buffer left) is `ENOMEM`. Safe because nothing the device or the DMA
     /// layer does for such a mapping writes the page; a mapping the device
-    /// writes needs the page to itself ([`Device::map_owned_page`], or the
-    /// `unsafe` [`Device::map_page_with_direction`]).
+    /// writes needs the page to itself ([`Dma::map_owned_page`], or the
+    /// `unsafe` [`Dma::map_page_with_direction`]).
     #[inline]
-    pub fn map_page<'a>(
-        &'a self,
-        page: &'a Page,
-        offset: usize,
-        len: usize,
-    ) -> Result<Mapping<'a>> {
+    pub fn map_page<'p>(&self, page: &'p Page, offset: usize, len: usize) -> Result<Mapping<'p>>
+    where
+        'a: 'p,
+    {
         // SAFETY: `ToDevice`: nothing writes the page for this mapping.
         unsafe { self.map_page_with_direction(page, offset, len, DataDirection::ToDevice) }
     }
 
     /// Maps `len` bytes at `offset` in `page` for `dir`. The same checks
-    /// and errors as [`Device::map_page`]; `dir` must move data (not
+    /// and errors as [`Dma::map_page`]; `dir` must move data (not
     /// [`DataDirection::None`], which the DMA API does not take): `EINVAL`.
     ///
     /// # Safety
@@ -200,23 +252,26 @@ impl Device {
     /// the device writes it, and so may the DMA layer when the mapping is
     /// undone (a bounce buffer copied back, caches invalidated).
     #[inline]
-    pub unsafe fn map_page_with_direction<'a>(
-        &'a self,
-        page: &'a Page,
+    pub unsafe fn map_page_with_direction<'p>(
+        &self,
+        page: &'p Page,
         offset: usize,
         len: usize,
         dir: DataDirection,
-    ) -> Result<Mapping<'a>> {
+    ) -> Result<Mapping<'p>>
+    where
+        'a: 'p,
+    {
         check_page_range(offset, len, dir)?;
         // SAFETY: the page holds the range (checked above) and is borrowed
-        // for `'a`, as long as the mapping lives (its raw form is under
+        // for `'p`, as long as the mapping lives (its raw form is under
         // `unmap_raw`'s contract); `dir` is not `None`; a mapping the
         // device writes has the range to itself (`# Safety`).
         let addr = unsafe { map(self, Target::Page(page.as_ptr(), offset), len, dir)? };
-        // INVARIANT: mapped on `self` for `dir` by `ib_dma_map_page`,
+        // INVARIANT: mapped on the device for `dir` by `ib_dma_map_page`,
         // checked; the page is borrowed for the mapping's lifetime.
         Ok(Mapping {
-            device: self,
+            device: self.device,
             addr,
             len,
             dir,
@@ -237,24 +292,24 @@ impl Device {
     /// returned value, or the owner of its raw form). For
     /// [`DataDirection::FromDevice`] and [`DataDirection::Bidirectional`]
     /// the buffer is also the mapping's alone while mapped, as for
-    /// [`Device::map_page_with_direction`], and starts and ends on cache
+    /// [`Dma::map_page_with_direction`], and starts and ends on cache
     /// line boundaries (`kmalloc` memory does).
     pub unsafe fn map_single(
         &self,
         addr: NonNull<u8>,
         len: usize,
         dir: DataDirection,
-    ) -> Result<Mapping<'_>> {
+    ) -> Result<Mapping<'a>> {
         if len == 0 || dir == DataDirection::None {
             return Err(EINVAL);
         }
         // SAFETY: direct-map memory, live until the mapping is undone
         // (`# Safety`); `dir` is not `None`.
         let addr = unsafe { map(self, Target::Single(addr), len, dir)? };
-        // INVARIANT: mapped on `self` for `dir` by `ib_dma_map_single`,
+        // INVARIANT: mapped on the device for `dir` by `ib_dma_map_single`,
         // checked; the caller keeps the memory for as long as it is mapped.
         Ok(Mapping {
-            device: self,
+            device: self.device,
             addr,
             len,
             dir,
@@ -266,7 +321,7 @@ impl Device {
     /// Maps `len` bytes at `offset` in `page`, which the mapping takes, for
     /// `dir`, any direction that moves data: the page is the mapping's
     /// alone. The same checks and errors as
-    /// [`Device::map_page_with_direction`]; on an error the page comes back
+    /// [`Dma::map_page_with_direction`]; on an error the page comes back
     /// with it.
     pub fn map_owned_page(
         &self,
@@ -274,7 +329,7 @@ impl Device {
         offset: usize,
         len: usize,
         dir: DataDirection,
-    ) -> core::result::Result<PageMapping<'_>, (Error, Page)> {
+    ) -> core::result::Result<PageMapping<'a>, (Error, Page)> {
         if let Err(e) = check_page_range(offset, len, dir) {
             return Err((e, page));
         }
@@ -285,30 +340,15 @@ impl Device {
             Ok(addr) => addr,
             Err(e) => return Err((e, page)),
         };
-        // INVARIANT: mapped on `self` for `dir` by `ib_dma_map_page`,
+        // INVARIANT: mapped on the device for `dir` by `ib_dma_map_page`,
         // checked; the page is owned by the mapping.
         Ok(PageMapping {
-            device: self,
+            device: self.device,
             page,
             addr,
             len,
             dir,
         })
-    }
-
-    /// Undoes a mapping given up with [`Mapping::into_raw`], with the
-    /// direction and the unmap function that match how it was made.
-    ///
-    /// # Safety
-    ///
-    /// `raw` is what [`Mapping::into_raw`] returned for a mapping made on
-    /// this device, not undone yet; no I/O uses it any more, and the memory
-    /// it maps is still allocated (undoing a mapping may copy a bounce
-    /// buffer back into it).
-    pub unsafe fn unmap_raw(&self, raw: RawMapping) {
-        // SAFETY: a live mapping of this device, made for `raw.dir` by
-        // `raw.kind`'s function, unused, its memory allocated (`# Safety`).
-        unsafe { unmap(self, raw.kind, raw.addr, raw.len, raw.dir) }
     }
 }
 
@@ -317,8 +357,8 @@ impl Device {
 /// # Invariants
 ///
 /// `addr`/`len` was mapped on `device` for `dir` by the function of `kind`
-/// (`ib_dma_map_page` for [`Device::map_page`], `ib_dma_map_single` for
-/// [`Device::map_single`]), is not an error, is not undone yet, and the
+/// (`ib_dma_map_page` for [`Dma::map_page`], `ib_dma_map_single` for
+/// [`Dma::map_single`]), is not an error, is not undone yet, and the
 /// memory it maps stays allocated while the value lives (borrowed for
 /// `'a`, or by `map_single`'s contract).
 #[must_use = "dropping a mapping undoes it"]
@@ -484,7 +524,7 @@ mod tests {
         let msg = *b"work request payload";
         // SAFETY: `msg` is readable for its length; nothing else uses the page.
         unsafe { page.write_raw(msg.as_ptr(), 16, msg.len())? };
-        let m = dev.map_page(&page, 16, msg.len())?;
+        let m = dev.dma().map_page(&page, 16, msg.len())?;
         assert_eq!(m.len(), msg.len());
         assert_eq!(m.direction(), DataDirection::ToDevice);
         let addr = usize::try_from(m.dma_address()).map_err(|_| EINVAL)?;
@@ -508,20 +548,28 @@ mod tests {
         // SAFETY: lives until the end of the test; without DMA.
         let dev = unsafe { Device::from_raw(&mut *raw) };
         let page = Page::alloc_page(GFP_KERNEL)?;
-        assert_eq!(dev.map_page(&page, PAGE_SIZE - 8, 9).err(), Some(EINVAL));
-        assert_eq!(dev.map_page(&page, 0, 0).err(), Some(EINVAL));
-        assert_eq!(dev.map_page(&page, usize::MAX, 2).err(), Some(EINVAL));
+        assert_eq!(
+            dev.dma().map_page(&page, PAGE_SIZE - 8, 9).err(),
+            Some(EINVAL)
+        );
+        assert_eq!(dev.dma().map_page(&page, 0, 0).err(), Some(EINVAL));
+        assert_eq!(dev.dma().map_page(&page, usize::MAX, 2).err(), Some(EINVAL));
         // SAFETY: refused before anything is mapped.
-        let none = unsafe { dev.map_page_with_direction(&page, 0, 1, DataDirection::None) };
+        let none = unsafe {
+            dev.dma()
+                .map_page_with_direction(&page, 0, 1, DataDirection::None)
+        };
         assert_eq!(none.err(), Some(EINVAL));
-        assert!(dev.map_page(&page, PAGE_SIZE - 8, 8).is_ok());
+        assert!(dev.dma().map_page(&page, PAGE_SIZE - 8, 8).is_ok());
         // An owned page comes back with the error.
-        let Err((e, page)) = dev.map_owned_page(page, 1, PAGE_SIZE, DataDirection::FromDevice)
+        let Err((e, page)) =
+            dev.dma()
+                .map_owned_page(page, 1, PAGE_SIZE, DataDirection::FromDevice)
         else {
             return Err(EINVAL);
         };
         assert_eq!(e, EINVAL);
-        let Err((e, _page)) = dev.map_owned_page(page, 0, 1, DataDirection::None) else {
+        let Err((e, _page)) = dev.dma().map_owned_page(page, 0, 1, DataDirection::None) else {
             return Err(EINVAL);
         };
         assert_eq!(e, EINVAL);
@@ -535,6 +583,7 @@ mod tests {
         let dev = unsafe { Device::from_raw(&mut *raw) };
         let page = Page::alloc_page(GFP_KERNEL)?;
         let m = dev
+            .dma()
             .map_owned_page(page, 0, PAGE_SIZE, DataDirection::FromDevice)
             .map_err(|(e, _)| e)?;
         assert_eq!(m.direction(), DataDirection::FromDevice);
@@ -565,7 +614,7 @@ mod tests {
         let base = NonNull::from(&*buf).cast::<u8>();
         // SAFETY: `buf` is kmalloc memory, freed after the mapping is
         // undone below.
-        let m = unsafe { dev.map_single(base, 64, DataDirection::ToDevice)? };
+        let m = unsafe { dev.dma().map_single(base, 64, DataDirection::ToDevice)? };
         assert_eq!(
             Some(m.dma_address()),
             u64::try_from(base.as_ptr().expose_provenance()).ok()
@@ -580,11 +629,11 @@ mod tests {
         unsafe { dev.unmap_raw(raw) };
         // SAFETY: an empty buffer, or no direction, is refused before
         // anything is mapped.
-        let empty = unsafe { dev.map_single(base, 0, DataDirection::ToDevice) };
+        let empty = unsafe { dev.dma().map_single(base, 0, DataDirection::ToDevice) };
         assert_eq!(empty.err(), Some(EINVAL));
         // SAFETY: `DataDirection::None` is refused before anything is
         // mapped, so nothing reads `buf`.
-        let none = unsafe { dev.map_single(base, 64, DataDirection::None) };
+        let none = unsafe { dev.dma().map_single(base, 64, DataDirection::None) };
         assert_eq!(none.err(), Some(EINVAL));
         Ok(())
     }
