@@ -272,15 +272,19 @@ An RDMA upper-layer protocol names the memory of a work request by the
 address its device uses for it, made by the RDMA core's ib_dma_*()
 functions: through the DMA API, or for a software device (rdma_rxe,
 siw) the kernel virtual address the CPU copies from and to. They are
-static inline functions; add helpers for them and for ibdev_to_node().
+static inline functions; add helpers for them, ib_uses_virt_dma() and
+ibdev_to_node().
 
 Add `kernel::rdma::device::Device`, a borrowed `struct ib_device`, and
-`kernel::rdma::dma`. `Device::map_page()` maps part of a `Page` for the
-device to read into a `Mapping` that borrows the page and is undone when
+`kernel::rdma::dma`. The mapping functions belong to `Dma`, a handle
+(`Device::dma()`) that asks ib_uses_virt_dma() once, so that the
+mappings of a batch on a device without DMA skip the mapping-error call
+they never need. `Dma::map_page()` maps part of a `Page` for the device
+to read into a `Mapping` that borrows the page and is undone when
 dropped; a mapping the device writes needs its memory to itself:
-`Device::map_owned_page()` gives a `PageMapping` that owns its page (any
+`Dma::map_owned_page()` gives a `PageMapping` that owns its page (any
 `kernel::dma::DataDirection`), `map_page_with_direction()` is unsafe.
-`Device::map_single()` (unsafe: the caller vouches that the buffer is in
+`Dma::map_single()` (unsafe: the caller vouches that the buffer is in
 the direct map) maps a buffer. A range outside the page, an empty one or
 `DataDirection::None` is refused with EINVAL, a mapping the DMA layer
 refuses is ENOMEM. A mapping stored in a work request's SGE is handed
