@@ -396,6 +396,29 @@ mod tests {
         EIO.to_errno()
     }
 
+    /// A payload mapping that finds the ctxt's SGE array full comes back
+    /// from `add_payload_sge` and is undone by its drop (the mapper's path,
+    /// which the SGE count rules out); the one stored is undone by
+    /// `unmap_payload_sges`, with the unmap its kind takes.
+    #[test]
+    fn payload_sge_past_the_array_comes_back() -> Result {
+        // The header's SGE and one payload SGE.
+        let f = FakeRdma::new(0, 2).ok_or(ENOMEM)?;
+        let mut c = f.ctxt(0).ok_or(ENOMEM)?;
+        c.set_header_sge_unmapped(28);
+        let page = kernel::page::Page::alloc_page(GFP_KERNEL)?;
+        let dma = f.rdma().device().dma();
+        assert!(c.add_payload_sge(dma.map_page(&page, 0, 64)?).is_ok());
+        assert_eq!(c.num_sge(), 2);
+        let back = c.add_payload_sge(dma.map_page(&page, 64, 64)?);
+        assert!(back.is_err());
+        drop(back);
+        assert_eq!(c.num_sge(), 2);
+        c.unmap_payload_sges();
+        assert_eq!(c.num_sge(), 1);
+        Ok(())
+    }
+
     #[test]
     fn post_chain_success_hands_ctxt_to_completion() -> Result {
         let f = FakeRdma::new(0, 4).ok_or(ENOMEM)?;

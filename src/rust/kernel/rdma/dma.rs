@@ -105,6 +105,7 @@ pub struct RawMapping {
 /// for [`Target::Single`], `addr..addr + len` lies in the kernel's direct
 /// map. `dir` is not [`DataDirection::None`]. For a direction in which the
 /// device writes, the memory is the mapping's alone while mapped.
+#[inline]
 unsafe fn map(dma: &Dma<'_>, what: Target, len: usize, dir: DataDirection) -> Result<u64> {
     let d = dma.device.as_raw();
     let addr = match what {
@@ -146,6 +147,7 @@ enum Target {
 ///
 /// `addr`/`len` is a live mapping on `device`, made for `dir` by the
 /// function of `kind`, that no I/O uses any more and nothing else undoes.
+#[inline]
 unsafe fn unmap(device: &Device, kind: MapKind, addr: u64, len: usize, dir: DataDirection) {
     let d = device.as_raw();
     match kind {
@@ -160,6 +162,7 @@ unsafe fn unmap(device: &Device, kind: MapKind, addr: u64, len: usize, dir: Data
 
 /// Checks what a safe caller asks to map of a page: a direction that moves
 /// data, and `offset..offset + len` a non-empty range inside the page.
+#[inline]
 fn check_page_range(offset: usize, len: usize, dir: DataDirection) -> Result {
     let end = offset.checked_add(len).ok_or(EINVAL)?;
     if len == 0 || end > PAGE_SIZE || dir == DataDirection::None {
