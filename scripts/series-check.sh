@@ -70,6 +70,17 @@ boot) BUILD=build-boot ;;
 *) die "usage: series-check.sh [all|am|boot]" ;;
 esac
 
+# seed_build KEY: $BUILD starts as a copy of the test kernel's objects
+# unless it was seeded with KEY already; true if it was seeded now.
+seed_build() {
+	[ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$1" ] || return 1
+	say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
+	rm -rf "${TREE:?}/$BUILD"
+	cp -a "$KB" "$TREE/$BUILD"
+	rm -rf "$TREE/$BUILD/.modinst" "$TREE/$BUILD/.build-complete"
+	echo "$1" >"$TREE/$BUILD/.seeded-from"
+}
+
 # boot: the series-am branch and the test kernel's patches, built with the
 # test kernel's config and the choice on Rust (see the header).
 if [ "$MODE" = boot ]; then
@@ -77,14 +88,7 @@ if [ "$MODE" = boot ]; then
 	# Seeded from the test kernel's objects, which were built from the
 	# same patched sources: only what differs from them is rebuilt (a file
 	# git checkout writes is newer than its object).
-	seed="$KB boot"
-	if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
-		say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
-		rm -rf "${TREE:?}/$BUILD"
-		cp -a "$KB" "$TREE/$BUILD"
-		rm -rf "$TREE/$BUILD/.modinst" "$TREE/$BUILD/.build-complete"
-		echo "$seed" >"$TREE/$BUILD/.seeded-from"
-	fi
+	seed_build "$KB boot" || true
 	rm -f "$TREE/$BUILD/.build-complete"
 	g checkout -q -f -B series-boot series-am
 	for p in $(kernel_patches); do
@@ -149,15 +153,7 @@ KUNITCONFIG=$CACHE/series/series.kunitconfig
 # configuration for am (which then builds only what the series changes).
 SEEDCONFIG=$OPTIONS
 [ "$MODE" = am ] && SEEDCONFIG=$KUNITCONFIG
-seed="$KB $(sha256sum <"$SEEDCONFIG" | cut -c1-12)"
-if [ "$(cat "$TREE/$BUILD/.seeded-from" 2>/dev/null)" != "$seed" ]; then
-	say "series-check: seeding $TREE/$BUILD with the test kernel's objects"
-	rm -rf "${TREE:?}/$BUILD"
-	cp -a "$KB" "$TREE/$BUILD"
-	rm -rf "$TREE/$BUILD/.modinst" "$TREE/$BUILD/.build-complete"
-	echo "$seed" >"$TREE/$BUILD/.seeded-from"
-	SEEDED=1
-fi
+seed_build "$KB $(sha256sum <"$SEEDCONFIG" | cut -c1-12)" && SEEDED=1
 
 # What the test kernel's own patches changed: rebuilt from this tree.
 touch_patched() {
