@@ -344,13 +344,18 @@ impl<'a> Dma<'a> {
             Err(e) => return Err((e, page)),
         };
         // INVARIANT: mapped on the device for `dir` by `ib_dma_map_page`,
-        // checked; the page is owned by the mapping.
+        // checked, in `page`, which the `PageMapping` owns and frees only
+        // after the mapping is undone.
         Ok(PageMapping {
-            device: self.device,
+            mapping: Mapping {
+                device: self.device,
+                addr,
+                len,
+                dir,
+                kind: MapKind::Page,
+                _memory: PhantomData,
+            },
             page,
-            addr,
-            len,
-            dir,
         })
     }
 }
@@ -363,7 +368,8 @@ impl<'a> Dma<'a> {
 /// (`ib_dma_map_page` for [`Dma::map_page`], `ib_dma_map_single` for
 /// [`Dma::map_single`]), is not an error, is not undone yet, and the
 /// memory it maps stays allocated while the value lives (borrowed for
-/// `'a`, or by `map_single`'s contract).
+/// `'a`, by `map_single`'s contract, or owned by the [`PageMapping`] that
+/// holds it).
 #[must_use = "dropping a mapping undoes it"]
 pub struct Mapping<'a> {
     device: &'a Device,
@@ -427,47 +433,29 @@ impl Drop for Mapping<'_> {
     }
 }
 
-/// A streaming DMA mapping of a page it owns, undone when dropped (then
-/// the page is freed).
+/// A streaming DMA mapping of a page it owns: undone when dropped, then the
+/// page is freed (the fields drop in that order). Its address, length and
+/// direction are those of the [`Mapping`] it derefs to.
 ///
 /// # Invariants
 ///
-/// `addr`/`len` was mapped on `device` for `dir` by `ib_dma_map_page` in
-/// `page`, is not an error and is not undone yet.
+/// `mapping` maps a range of `page` (so its memory lives as long as it).
 #[must_use = "dropping a mapping undoes it and frees its page"]
 pub struct PageMapping<'a> {
-    device: &'a Device,
+    mapping: Mapping<'a>,
     page: Page,
-    addr: u64,
-    len: usize,
-    dir: DataDirection,
+}
+
+impl<'a> core::ops::Deref for PageMapping<'a> {
+    type Target = Mapping<'a>;
+
+    #[inline]
+    fn deref(&self) -> &Mapping<'a> {
+        &self.mapping
+    }
 }
 
 impl PageMapping<'_> {
-    /// The address the device uses for the mapped range.
-    #[inline]
-    pub fn dma_address(&self) -> u64 {
-        self.addr
-    }
-
-    /// The length mapped, in bytes.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether nothing is mapped: never, mappings are not empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The direction the mapping was made for.
-    #[inline]
-    pub fn direction(&self) -> DataDirection {
-        self.dir
-    }
-
     /// The page. The CPU must not touch the mapped range while the device
     /// may (`Page::read_raw` and `Page::write_raw` are `unsafe` for such
     /// races), and under a bounce buffer or without cache coherence it sees
@@ -480,24 +468,9 @@ impl PageMapping<'_> {
 
     /// Undoes the mapping and gives the page back.
     pub fn into_page(self) -> Page {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: the mapping is live and owned by `this` (type invariant);
-        // an I/O on its address would have had to keep it alive (posting is
-        // `unsafe`), so none uses it now; the page is still ours.
-        unsafe { unmap(this.device, MapKind::Page, this.addr, this.len, this.dir) };
-        // SAFETY: `this` is never dropped, so the page is moved out once.
-        unsafe { core::ptr::read(&this.page) }
-    }
-}
-
-impl Drop for PageMapping<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        // SAFETY: a live page mapping of `device` for `dir` (type
-        // invariant), owned by `self` alone; an I/O on its address would
-        // have had to keep it alive (posting is `unsafe`). The page is
-        // freed after this, when the fields drop.
-        unsafe { unmap(self.device, MapKind::Page, self.addr, self.len, self.dir) };
+        let Self { mapping, page } = self;
+        drop(mapping);
+        page
     }
 }
 
